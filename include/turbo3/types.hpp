@@ -1,0 +1,29 @@
+// Element types of the tensors the library reads and writes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "turbo3/format/block.hpp"
+
+namespace turbo3 {
+
+enum class data_type { f32, f16, turbo3 };
+
+inline const char* to_string(data_type t) {
+  return t == data_type::f32 ? "f32" : t == data_type::f16 ? "f16" : "turbo3";
+}
+
+// Bytes of one stored row of n values (n a multiple of 128 for turbo3).
+constexpr size_t row_bytes(data_type t, int64_t n) {
+  return t == data_type::f32   ? static_cast<size_t>(n) * 4
+         : t == data_type::f16 ? static_cast<size_t>(n) * 2
+                               : static_cast<size_t>(n / block_values) * block_bytes;
+}
+
+// Bytes of one element (turbo3: not addressable per element, 0).
+constexpr size_t element_bytes(data_type t) {
+  return t == data_type::f32 ? 4 : t == data_type::f16 ? 2 : 0;
+}
+
+}  // namespace turbo3
