@@ -13,7 +13,12 @@
 #include "turbo3/format/packing.hpp"
 #include "turbo3/format/rotation.hpp"
 #include "turbo3/attention/params.hpp"
+#include "turbo3/attention/validate.hpp"
 #include "turbo3/ref/quantize.hpp"
+#include "turbo3/ref/attention.hpp"
 
 #if TURBO3_HAS_RUNTIME
+#include "turbo3/memory.hpp"
+#include "turbo3/write.hpp"
+#include "turbo3/attention/launch.hpp"
 #endif

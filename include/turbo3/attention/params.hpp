@@ -41,6 +41,8 @@ struct output_view {
 //   causal: key j is visible to query i iff j <= i + (n_kv - n_q) (the queries are the last n_q
 //   positions of the context), in addition to the mask when both are given.
 //   sinks (per query head, f32): exp(sink[h] - max) joins the softmax denominator only.
+//   A query row that sees no key at all (every key masked or outside the causal window) gets
+//   zeros, with or without a sink (as ggml's CPU path does).
 struct attention_params {
   tensor_view q, k, v;
   tensor_view mask;                // mask.data == nullptr: no mask
@@ -74,7 +76,8 @@ TURBO3_HD inline float alibi_slope_log2(float max_bias, int h, int n_head) {
   if (max_bias <= 0.0f) return 0.0f;
   int n2 = 1;
   while (2 * n2 <= n_head) n2 *= 2;
-  return h < n2 ? -max_bias / n2 * (h + 1) : -max_bias / (2 * n2) * (2 * (h - n2) + 1);
+  return h < n2 ? -max_bias / static_cast<float>(n2) * static_cast<float>(h + 1)
+                : -max_bias / static_cast<float>(2 * n2) * static_cast<float>(2 * (h - n2) + 1);
 }
 
 }  // namespace turbo3

@@ -31,7 +31,7 @@ TURBO3_HD constexpr codebook_table codebook_values(codebook cb) {
 // Index of y: the number of thresholds t with y >= t (a value on a threshold goes up; 0 -> 4).
 TURBO3_HD inline int quantize_index(const codebook_table& cb, float y) {
   int i = 0;
-#pragma unroll
+TURBO3_UNROLL
   for (int t = 0; t < 7; ++t) i += (y >= cb.threshold[t]) ? 1 : 0;
   return i;
 }

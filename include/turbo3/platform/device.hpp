@@ -19,6 +19,13 @@
 #define TURBO3_FORCEINLINE inline
 #endif
 
+// Loop unrolling hint (host-only g++ builds ignore it silently).
+#if TURBO3_HAS_RUNTIME || defined(__clang__)
+#define TURBO3_UNROLL _Pragma("unroll")
+#else
+#define TURBO3_UNROLL
+#endif
+
 // True while compiling device code (the device pass of nvcc or clang).
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
 #define TURBO3_DEVICE_PASS 1

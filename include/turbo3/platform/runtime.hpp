@@ -81,6 +81,8 @@ using hipFuncAttribute = cudaFuncAttribute;
 #define hipEventSynchronize cudaEventSynchronize
 #define hipEventElapsedTime cudaEventElapsedTime
 #define hipDeviceGetDefaultMemPool cudaDeviceGetDefaultMemPool
+#define hipMallocFromPoolAsync cudaMallocFromPoolAsync
+#define hipErrorStreamCaptureImplicit cudaErrorStreamCaptureImplicit
 #else
 #define TURBO3_HAS_RUNTIME 0
 #endif

@@ -1,0 +1,255 @@
+// flash_attention: validation, routing, workspace from the caller's allocator, launches on the
+// caller's stream. Never allocates on its own, never synchronizes: safe inside graph capture with
+// a capture-safe allocator.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+
+#include "turbo3/attention/kernel_args.hpp"
+#include "turbo3/attention/params.hpp"
+#include "turbo3/attention/validate.hpp"
+#include "turbo3/attention/vec.hpp"
+#include "turbo3/memory.hpp"
+#include "turbo3/status.hpp"
+
+#if TURBO3_HAS_RUNTIME
+
+namespace turbo3 {
+
+enum class kernel_choice {
+  automatic,    // n_q <= 2: vec; otherwise the prefill kernels (until they exist: vec)
+  vec,          // force the decode kernel for any n_q (the "VEC for prefill" baseline)
+  tile,         // force the scalar prefill kernel
+  materialize,  // force dequantize-to-f16 then the f16 prefill kernel
+};
+
+struct launch_options {
+  kernel_choice kernel = kernel_choice::automatic;
+  int kv_splits = 0;  // VEC split-KV count; 0 chooses from the device's multiprocessor count
+};
+
+namespace detail {
+
+// Multiprocessor count per device, read once (eagerly, or on first use: the attribute query is
+// not a stream operation, so it is legal under capture too).
+inline int multiprocessor_count(int device) {
+  static std::atomic<int> cache[64] = {};
+  if (device < 0 || device >= 64) return 0;
+  int v = cache[device].load(std::memory_order_relaxed);
+  if (v == 0) {
+    if (hipDeviceGetAttribute(&v, hipDeviceAttributeMultiprocessorCount, device) != hipSuccess || v <= 0) {
+      (void)hipGetLastError();
+      v = 80;  // a reasonable split count still results; correctness does not depend on it
+    }
+    cache[device].store(v, std::memory_order_relaxed);
+  }
+  return v;
+}
+
+inline int current_multiprocessor_count() {
+  int device = 0;
+  if (hipGetDevice(&device) != hipSuccess) {
+    (void)hipGetLastError();
+    device = 0;
+  }
+  return multiprocessor_count(device);
+}
+
+// How a VEC call is laid out: rows per work-group, queries per work-group, head and KV splits.
+struct vec_plan {
+  int head_dim = 0;
+  int rows = 0;          // NR: padded rows per work-group
+  int ncols = 1;
+  int head_splits = 1;
+  int q_tiles = 1;
+  int n_splits = 1;
+  int tiles_per_split = 1;
+  size_t partial_floats = 0;
+};
+
+inline bool aligned16(const tensor_view& t) {
+  return reinterpret_cast<uintptr_t>(t.data) % 16 == 0 && t.nb[1] % 16 == 0 && t.nb[2] % 16 == 0 && t.nb[3] % 16 == 0;
+}
+
+inline status vec_supported(const attention_params& p) {
+  const int64_t dk = p.head_dim_k(), dv = p.head_dim_v();
+  if (dk != dv) return status::unsupported;
+  const bool any_turbo3 = p.k.type == data_type::turbo3 || p.v.type == data_type::turbo3;
+  const bool dim_ok = dk == 128 || dk == 256 || dk == 512 || (dk == 64 && !any_turbo3);
+  if (!dim_ok) return status::unsupported;
+  if (p.k.type == data_type::f16 && !aligned16(p.k)) return status::unsupported;
+  if (p.v.type == data_type::f16 && !aligned16(p.v)) return status::unsupported;
+  if (p.n_head() / p.n_head_kv() > 64) return status::unsupported;
+  return status::ok;
+}
+
+inline int next_pow2(int x) {
+  int p = 1;
+  while (p < x) p *= 2;
+  return p;
+}
+
+inline vec_plan make_vec_plan(const attention_params& p, const launch_options& opt, int multiprocessors) {
+  vec_plan plan;
+  plan.head_dim = static_cast<int>(p.head_dim_v());
+  const int gqa = static_cast<int>(p.n_head() / p.n_head_kv());
+  const int max_rows = vec_max_rows(plan.head_dim);
+  plan.head_splits = (gqa + max_rows - 1) / max_rows;
+  while (gqa % plan.head_splits != 0) ++plan.head_splits;
+  const int heads_per_block = gqa / plan.head_splits;
+  plan.ncols = (p.n_q() >= 2 && 2 * heads_per_block <= max_rows) ? 2 : 1;
+  plan.rows = next_pow2(heads_per_block * plan.ncols);
+  plan.q_tiles = static_cast<int>((p.n_q() + plan.ncols - 1) / plan.ncols);
+  const int n_tiles = static_cast<int>((p.n_kv() + vec_tile - 1) / vec_tile);
+  const int64_t base_blocks = p.n_seq() * p.n_head_kv() * plan.head_splits * plan.q_tiles;
+  int splits = opt.kv_splits;
+  if (splits <= 0) {
+    const int64_t target = 4 * static_cast<int64_t>(multiprocessors);  // a few waves of work-groups
+    splits = static_cast<int>((target + base_blocks - 1) / base_blocks);
+  }
+  splits = splits < 1 ? 1 : splits > vec_max_splits ? vec_max_splits : splits;
+  splits = splits > n_tiles ? n_tiles : splits;
+  plan.tiles_per_split = (n_tiles + splits - 1) / splits;
+  plan.n_splits = (n_tiles + plan.tiles_per_split - 1) / plan.tiles_per_split;
+  plan.partial_floats = static_cast<size_t>(base_blocks) * plan.n_splits * plan.rows * (plan.head_dim + 2);
+  return plan;
+}
+
+inline attention_args make_args(const attention_params& p) {
+  attention_args a{};
+  a.q = static_cast<const char*>(p.q.data);
+  a.k = static_cast<const char*>(p.k.data);
+  a.v = static_cast<const char*>(p.v.data);
+  a.mask = static_cast<const char*>(p.mask.data);
+  a.sinks = p.sinks;
+  a.out = static_cast<char*>(p.out.data);
+  a.q_nb1 = static_cast<int64_t>(p.q.nb[1]); a.q_nb2 = static_cast<int64_t>(p.q.nb[2]); a.q_nb3 = static_cast<int64_t>(p.q.nb[3]);
+  a.k_nb1 = static_cast<int64_t>(p.k.nb[1]); a.k_nb2 = static_cast<int64_t>(p.k.nb[2]); a.k_nb3 = static_cast<int64_t>(p.k.nb[3]);
+  a.v_nb1 = static_cast<int64_t>(p.v.nb[1]); a.v_nb2 = static_cast<int64_t>(p.v.nb[2]); a.v_nb3 = static_cast<int64_t>(p.v.nb[3]);
+  a.mask_nb1 = static_cast<int64_t>(p.mask.nb[1]); a.mask_nb2 = static_cast<int64_t>(p.mask.nb[2]);
+  a.mask_nb3 = static_cast<int64_t>(p.mask.nb[3]);
+  a.out_nb1 = static_cast<int64_t>(p.out.nb[1]); a.out_nb2 = static_cast<int64_t>(p.out.nb[2]);
+  a.out_nb3 = static_cast<int64_t>(p.out.nb[3]);
+  a.n_q = static_cast<int>(p.n_q());
+  a.n_kv = static_cast<int>(p.n_kv());
+  a.n_head = static_cast<int>(p.n_head());
+  a.n_head_kv = static_cast<int>(p.n_head_kv());
+  a.n_seq = static_cast<int>(p.n_seq());
+  a.gqa = a.n_head / a.n_head_kv;
+  a.mask_ne2 = p.mask.data ? static_cast<int>(p.mask.ne[2]) : 1;
+  a.mask_ne3 = p.mask.data ? static_cast<int>(p.mask.ne[3]) : 1;
+  a.q_f16 = p.q.type == data_type::f16;
+  a.out_f16 = p.out.type == data_type::f16;
+  a.causal = p.causal;
+  a.rotate_q = p.rotate_q;
+  a.unrotate_out = p.unrotate_out && p.v.type == data_type::turbo3;
+  a.q_prescale = p.softcap > 0.0f ? p.scale / p.softcap : p.scale * log2e;
+  a.softcap_post = p.softcap > 0.0f ? p.softcap * log2e : 0.0f;
+  a.max_bias = p.max_bias;
+  a.lut = make_turbo3_lut(p.kv_codebook);
+  return a;
+}
+
+// ---- dispatch from run-time head dim, types and rows to the template instantiations ----------
+template <int D, class KL, class VL, int NR>
+void launch_vec_kernel(const attention_args& a, const vec_plan& plan, hipStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(plan.n_splits), static_cast<unsigned>(a.n_head_kv * plan.head_splits),
+                  static_cast<unsigned>(a.n_seq * plan.q_tiles));
+  vec_kernel<D, KL, VL, NR><<<grid, vec_threads, 0, stream>>>(a, plan.head_splits);
+}
+
+template <int D, class KL, class VL>
+void launch_vec_rows(const attention_args& a, const vec_plan& plan, hipStream_t stream) {
+  switch (plan.rows) {
+    case 1: launch_vec_kernel<D, KL, VL, 1>(a, plan, stream); break;
+    case 2: launch_vec_kernel<D, KL, VL, 2>(a, plan, stream); break;
+    case 4: launch_vec_kernel<D, KL, VL, 4>(a, plan, stream); break;
+    case 8: launch_vec_kernel<D, KL, VL, 8>(a, plan, stream); break;
+    default:
+      if constexpr (vec_max_rows(D) >= 16) launch_vec_kernel<D, KL, VL, 16>(a, plan, stream);
+      break;
+  }
+}
+
+template <int D>
+void launch_vec_types(const attention_args& a, const vec_plan& plan, data_type k, data_type v, hipStream_t stream) {
+  using T3 = kv::turbo3_loader;
+  using F16 = kv::f16_loader;
+  if constexpr (D % block_values == 0) {
+    if (k == data_type::turbo3 && v == data_type::turbo3) return launch_vec_rows<D, T3, T3>(a, plan, stream);
+    if (k == data_type::turbo3) return launch_vec_rows<D, T3, F16>(a, plan, stream);
+    if (v == data_type::turbo3) return launch_vec_rows<D, F16, T3>(a, plan, stream);
+  }
+  launch_vec_rows<D, F16, F16>(a, plan, stream);
+}
+
+template <int D>
+void launch_vec_combine(const attention_args& a, const vec_plan& plan, hipStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(a.n_q), static_cast<unsigned>(a.n_head), static_cast<unsigned>(a.n_seq));
+  vec_combine_kernel<D><<<grid, vec_threads, 0, stream>>>(a, plan.head_splits, plan.rows, a.unrotate_out);
+}
+
+inline void launch_vec(const attention_params& p, attention_args a, const vec_plan& plan, hipStream_t stream) {
+  a.ncols = plan.ncols;
+  a.q_tiles = plan.q_tiles;
+  a.n_splits = plan.n_splits;
+  a.tiles_per_split = plan.tiles_per_split;
+  switch (plan.head_dim) {
+    case 64: launch_vec_types<64>(a, plan, p.k.type, p.v.type, stream); launch_vec_combine<64>(a, plan, stream); break;
+    case 128: launch_vec_types<128>(a, plan, p.k.type, p.v.type, stream); launch_vec_combine<128>(a, plan, stream); break;
+    case 256: launch_vec_types<256>(a, plan, p.k.type, p.v.type, stream); launch_vec_combine<256>(a, plan, stream); break;
+    case 512: launch_vec_types<512>(a, plan, p.k.type, p.v.type, stream); launch_vec_combine<512>(a, plan, stream); break;
+    default: break;
+  }
+}
+
+inline kernel_choice route(const attention_params& p, const launch_options& opt) {
+  if (opt.kernel != kernel_choice::automatic) return opt.kernel;
+  return kernel_choice::vec;  // the prefill kernels route n_q >= 3 once they exist
+}
+
+}  // namespace detail
+
+// Bytes of workspace flash_attention will ask the allocator for with these params and options
+// (0 for invalid or unsupported input). VEC: the split-KV partials, O(n_seq * n_head * n_q *
+// splits * D) floats, independent of n_kv beyond the split count (at most 256 splits).
+inline size_t workspace_bytes(const attention_params& p, const launch_options& opt = {}) {
+  if (validate(p) != status::ok) return 0;
+  if (detail::route(p, opt) != kernel_choice::vec || detail::vec_supported(p) != status::ok) return 0;
+  return detail::make_vec_plan(p, opt, detail::current_multiprocessor_count()).partial_floats * sizeof(float);
+}
+
+// One-time setup outside any capture: caches the device's properties.
+inline status init(int device) {
+  return detail::multiprocessor_count(device) > 0 ? status::ok : status::runtime_error;
+}
+
+template <class Allocator>
+status flash_attention(const attention_params& p, Allocator& allocator, hipStream_t stream,
+                       const launch_options& opt = {}) {
+  static_assert(is_allocator_v<Allocator>, "flash_attention: Allocator does not model the allocator concept");
+  status s = validate(p);
+  if (s != status::ok) return s;
+  const kernel_choice kernel = detail::route(p, opt);
+  if (kernel != kernel_choice::vec) return status::unsupported;
+  s = detail::vec_supported(p);
+  if (s != status::ok) return s;
+  s = check_capture(allocator, stream);
+  if (s != status::ok) return s;
+
+  const detail::vec_plan plan = detail::make_vec_plan(p, opt, detail::current_multiprocessor_count());
+  const size_t bytes = plan.partial_floats * sizeof(float);
+  void* workspace = allocator.allocate(bytes, stream);
+  if (!workspace) return status::out_of_memory;
+  detail::attention_args a = detail::make_args(p);
+  a.partial = static_cast<float*>(workspace);
+  detail::launch_vec(p, a, plan, stream);
+  const bool launched = hipGetLastError() == hipSuccess;
+  allocator.deallocate(workspace, bytes, stream);
+  return launched ? status::ok : status::runtime_error;
+}
+
+}  // namespace turbo3
+
+#endif  // TURBO3_HAS_RUNTIME

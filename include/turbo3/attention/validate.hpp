@@ -1,0 +1,146 @@
+// validate(): the well-formedness and storage-format rules of one attention call, checked on the
+// host before anything is launched. Plain C++ (no runtime needed); it never dereferences a data
+// pointer, so host pointers or device pointers are equally fine.
+//
+// Rules, in the order they are checked (the first failure is returned):
+//
+//  1. q, k, v and out data pointers are non-null.                                  invalid_argument
+//     (mask.data == nullptr means "no mask"; sinks == nullptr means "no sinks".)
+//  2. Types: q f32 or f16; k and v f16 or turbo3; out f32 or f16; mask f16.        unsupported
+//  3. Every ne[i] of q, k, v, out (and mask when present) is >= 1               -> invalid_argument
+//     and fits a 32-bit int (kernels index with int)                            -> unsupported.
+//  4. Shapes agree (D_k = q.ne[0], n_q = q.ne[1], n_head = q.ne[2], n_seq = q.ne[3],
+//     n_kv = k.ne[1], n_head_kv = k.ne[2], D_v = v.ne[0]):                         invalid_argument
+//       k.ne[0] == D_k; v.ne[1] == n_kv; v.ne[2] == n_head_kv; k.ne[3] == v.ne[3] == n_seq;
+//       out.ne == [D_v, n_q, n_head, n_seq].
+//  5. GQA: n_head % n_head_kv == 0.                                                invalid_argument
+//  6. turbo3 K (resp. V) needs D_k (resp. D_v) % 128 == 0 (whole blocks per row).  unsupported
+//  7. Data pointers are aligned to the storage alignment of their type
+//     (f32: 4, f16: 2, turbo3: 2 for the block's fp16 norm); sinks (f32): 4.       invalid_argument
+//  8. Strides of q, k, v, out: nb[1], nb[2], nb[3] are multiples of the storage alignment; when
+//     ne[1] > 1, nb[1] >= row_bytes(type, ne[0]) (rows do not overlap). nb[2] and nb[3] may be
+//     anything aligned, 0 included (broadcast), and overlap is not otherwise checked. nb[0] is
+//     ignored (a row is always contiguous).                                         invalid_argument
+//  9. Mask (when present): ne[0] >= n_kv, ne[1] >= n_q, n_head % ne[2] == 0 and
+//     n_seq % ne[3] == 0 (plane h % ne[2], sequence s % ne[3]); pointer and strides aligned
+//     to 2; when ne[1] > 1, nb[1] >= 2 * ne[0].                                      invalid_argument
+// 10. Scalars: scale finite; softcap finite and >= 0; max_bias finite and >= 0;
+//     kv_codebook one of the known tables.                                          invalid_argument
+//
+// Which head dims and type combinations a given kernel instantiates is the launcher's business
+// (it reports `unsupported`); validate() only says whether the request is well formed.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+
+#include "turbo3/attention/params.hpp"
+#include "turbo3/status.hpp"
+#include "turbo3/types.hpp"
+
+namespace turbo3 {
+namespace detail {
+
+// Alignment, in bytes, of a pointer or stride into storage of type t (turbo3: the fp16 norm).
+constexpr size_t storage_alignment(data_type t) { return t == data_type::f32 ? 4 : 2; }
+
+inline bool is_aligned(const void* p, size_t alignment) {
+  return reinterpret_cast<uintptr_t>(p) % alignment == 0;
+}
+
+constexpr bool is_float_type(data_type t) { return t == data_type::f32 || t == data_type::f16; }
+constexpr bool is_kv_type(data_type t) { return t == data_type::f16 || t == data_type::turbo3; }
+
+// Rule 3 for one view.
+inline status check_extents(const int64_t (&ne)[4]) {
+  for (int i = 0; i < 4; ++i)
+    if (ne[i] < 1) return status::invalid_argument;
+  for (int i = 0; i < 4; ++i)
+    if (ne[i] > INT32_MAX) return status::unsupported;
+  return status::ok;
+}
+
+// Rules 7 and 8 for one view (types and extents already checked).
+inline status check_layout(const void* data, data_type t, const int64_t (&ne)[4],
+                           const size_t (&nb)[4]) {
+  const size_t a = storage_alignment(t);
+  if (!is_aligned(data, a)) return status::invalid_argument;
+  for (int i = 1; i < 4; ++i)
+    if (nb[i] % a != 0) return status::invalid_argument;
+  if (ne[1] > 1 && nb[1] < row_bytes(t, ne[0])) return status::invalid_argument;
+  return status::ok;
+}
+
+}  // namespace detail
+
+inline status validate(const attention_params& p) {
+  const bool has_mask = p.mask.data != nullptr;
+
+  // 1. pointers
+  if (!p.q.data || !p.k.data || !p.v.data || !p.out.data) return status::invalid_argument;
+
+  // 2. types
+  if (!detail::is_float_type(p.q.type)) return status::unsupported;
+  if (!detail::is_kv_type(p.k.type) || !detail::is_kv_type(p.v.type)) return status::unsupported;
+  if (!detail::is_float_type(p.out.type)) return status::unsupported;
+  if (has_mask && p.mask.type != data_type::f16) return status::unsupported;
+
+  // 3. extents
+  for (const int64_t(*ne)[4] : {&p.q.ne, &p.k.ne, &p.v.ne, &p.out.ne}) {
+    const status s = detail::check_extents(*ne);
+    if (s != status::ok) return s;
+  }
+  if (has_mask) {
+    const status s = detail::check_extents(p.mask.ne);
+    if (s != status::ok) return s;
+  }
+
+  // 4. shapes
+  const int64_t d_k = p.q.ne[0], n_q = p.q.ne[1], n_head = p.q.ne[2], n_seq = p.q.ne[3];
+  const int64_t n_kv = p.k.ne[1], n_head_kv = p.k.ne[2], d_v = p.v.ne[0];
+  if (p.k.ne[0] != d_k) return status::invalid_argument;
+  if (p.v.ne[1] != n_kv || p.v.ne[2] != n_head_kv) return status::invalid_argument;
+  if (p.k.ne[3] != n_seq || p.v.ne[3] != n_seq) return status::invalid_argument;
+  if (p.out.ne[0] != d_v || p.out.ne[1] != n_q || p.out.ne[2] != n_head || p.out.ne[3] != n_seq)
+    return status::invalid_argument;
+
+  // 5. GQA
+  if (n_head % n_head_kv != 0) return status::invalid_argument;
+
+  // 6. turbo3 rows are whole blocks
+  if (p.k.type == data_type::turbo3 && d_k % block_values != 0) return status::unsupported;
+  if (p.v.type == data_type::turbo3 && d_v % block_values != 0) return status::unsupported;
+
+  // 7 + 8. pointer alignment and strides
+  for (const tensor_view* t : {&p.q, &p.k, &p.v}) {
+    const status s = detail::check_layout(t->data, t->type, t->ne, t->nb);
+    if (s != status::ok) return s;
+  }
+  {
+    const status s = detail::check_layout(p.out.data, p.out.type, p.out.ne, p.out.nb);
+    if (s != status::ok) return s;
+  }
+  if (p.sinks && !detail::is_aligned(p.sinks, alignof(float))) return status::invalid_argument;
+
+  // 9. mask
+  if (has_mask) {
+    const tensor_view& m = p.mask;
+    if (m.ne[0] < n_kv || m.ne[1] < n_q) return status::invalid_argument;
+    if (n_head % m.ne[2] != 0 || n_seq % m.ne[3] != 0) return status::invalid_argument;
+    const status s = detail::check_layout(m.data, m.type, m.ne, m.nb);
+    if (s != status::ok) return s;
+  }
+
+  // 10. scalars
+  if (!std::isfinite(p.scale)) return status::invalid_argument;
+  if (!std::isfinite(p.softcap) || !(p.softcap >= 0.0f)) return status::invalid_argument;
+  if (!std::isfinite(p.max_bias) || !(p.max_bias >= 0.0f)) return status::invalid_argument;
+  if (p.kv_codebook != codebook::lloyd_max && p.kv_codebook != codebook::legacy)
+    return status::invalid_argument;
+
+  return status::ok;
+}
+
+}  // namespace turbo3

@@ -1,0 +1,335 @@
+// VEC: the decode kernel (few query rows per KV head). One work-group serves every query head of
+// a GQA group (and up to two queries), so each K/V byte is read once per group. Keys are processed
+// in tiles of 128: in the score phase each thread owns one key and dots it with every query row
+// (Q is broadcast from shared memory; a turbo3 block's norm multiplies the block's partial sum
+// once); in the value phase each thread owns 16 dimensions of a slice of the keys and accumulates
+// p_j * norm_j * C[i] for its rows. Online softmax in float32, base 2 (log2 e folded into the
+// query scale). Each work-group covers one split of the context and writes an unnormalized
+// partial; the combine kernel merges the splits, adds sinks, normalizes and un-rotates.
+#pragma once
+
+#include "turbo3/attention/kernel_args.hpp"
+#include "turbo3/attention/rotate_smem.hpp"
+#include "turbo3/kv/loaders.hpp"
+#include "turbo3/platform/device.hpp"
+
+#if TURBO3_HAS_RUNTIME
+
+namespace turbo3 {
+namespace detail {
+
+inline constexpr int vec_threads = 128;
+inline constexpr int vec_tile = 128;          // keys per tile: one per thread in the score phase
+inline constexpr int vec_max_splits = 256;    // the combine kernel keeps one weight per split
+
+// Query rows per work-group (GQA heads x queries), padded to a power of two.
+TURBO3_HD constexpr int vec_max_rows(int head_dim) { return head_dim >= 512 ? 8 : 16; }
+
+template <int D, class KL, class VL, int NR>
+struct vec_config {
+  static constexpr int chunks = D / kv::chunk_values;              // 16-value chunks per row
+  static constexpr int rows_per_thread = NR < 4 ? NR : 4;          // value-phase rows per thread
+  static constexpr int row_slices = NR / rows_per_thread;
+  static constexpr int key_slices = vec_threads / (chunks * row_slices);
+  static constexpr int k_scale_values = KL::values_per_scale < D ? KL::values_per_scale : D;
+  static constexpr int v_scale_values = VL::values_per_scale < D ? VL::values_per_scale : D;
+  static constexpr int v_scales = D / v_scale_values;
+  static constexpr int q_floats = NR * D;
+  static constexpr int w_floats = v_scales * vec_tile * NR;
+  static constexpr int reduce_floats = key_slices * NR * D;
+  static constexpr int max2(int a, int b) { return a > b ? a : b; }
+  static constexpr int smem_floats = max2(max2(q_floats + w_floats, reduce_floats), 2 * q_floats);
+  static_assert(D % kv::chunk_values == 0, "head dim must be a multiple of 16");
+  static_assert(NR >= 1 && NR <= vec_max_rows(D) && (NR & (NR - 1)) == 0, "rows per work-group");
+  static_assert(vec_threads % (chunks * row_slices) == 0 && key_slices >= 1, "value-phase layout");
+  static_assert(KL::type != data_type::turbo3 || D % block_values == 0, "turbo3 needs D % 128 == 0");
+  // The natural index of the value held in decoded slot s (the inverse of VL::slot).
+  TURBO3_HD static constexpr int value_of_slot(int s) {
+    int e = 0;
+    while (VL::slot(e) != s) ++e;
+    return e;
+  }
+};
+
+TURBO3_DEVICE TURBO3_FORCEINLINE float warp_max(float v) {
+  for (int o = platform::warp_size / 2; o > 0; o /= 2) v = fmaxf(v, platform::shfl_xor(v, o));
+  return v;
+}
+TURBO3_DEVICE TURBO3_FORCEINLINE float warp_sum(float v) {
+  for (int o = platform::warp_size / 2; o > 0; o /= 2) v += platform::shfl_xor(v, o);
+  return v;
+}
+
+TURBO3_DEVICE TURBO3_FORCEINLINE float load_q_value(const attention_args& a, const char* row, int d) {
+  return a.q_f16 ? platform::half_to_float(reinterpret_cast<const platform::half*>(row)[d])
+                 : reinterpret_cast<const float*>(row)[d];
+}
+
+// Query row r of a work-group: column c = r / heads_per_block, head g = r % heads_per_block.
+struct vec_row {
+  int query;  // query index, or -1 for a padding row
+  int head;
+};
+
+TURBO3_DEVICE TURBO3_FORCEINLINE vec_row vec_row_of(const attention_args& a, int r, int kv_head, int head_split,
+                                                     int q_tile, int heads_per_block) {
+  const int c = r / heads_per_block, g = r % heads_per_block;
+  const int i = q_tile * a.ncols + c;
+  const bool active = c < a.ncols && i < a.n_q;
+  return {active ? i : -1, kv_head * a.gqa + head_split * heads_per_block + g};
+}
+
+TURBO3_DEVICE TURBO3_FORCEINLINE size_t vec_partial_row(const attention_args& a, int seq, int kv_block, int q_tile,
+                                                        int split, int blocks_per_seq, int NR, int r, int D) {
+  const size_t base = ((static_cast<size_t>(seq) * blocks_per_seq + kv_block) * a.q_tiles + q_tile) * a.n_splits + split;
+  return (base * NR + r) * static_cast<size_t>(D + 2);
+}
+
+template <int D, class KL, class VL, int NR>
+TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a, int head_splits) {
+  using C = vec_config<D, KL, VL, NR>;
+  constexpr int n_warps = vec_threads / platform::warp_size;
+  __shared__ float smem[C::smem_floats];
+  __shared__ float warp_part[n_warps > 0 ? n_warps : 1][NR];
+  __shared__ float alpha_s[NR];
+  float* q_s = smem;                 // [NR][D], prescaled, rotated, in the K loader's slot order
+  float* w_s = smem + C::q_floats;   // [v_scales][tile][NR]: p * norm of each V block
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const int warp = tid / platform::warp_size, lane = tid % platform::warp_size;
+  const int split = static_cast<int>(blockIdx.x);
+  const int kv_block = static_cast<int>(blockIdx.y);  // kv head x head split
+  const int kv_head = kv_block / head_splits, head_split = kv_block % head_splits;
+  const int heads_per_block = a.gqa / head_splits;
+  const int seq = static_cast<int>(blockIdx.z) / a.q_tiles, q_tile = static_cast<int>(blockIdx.z) % a.q_tiles;
+
+  // ---- Q: load, prescale, rotate, permute into slot order -------------------------------------
+  float* q_nat = smem + C::q_floats;
+  for (int idx = tid; idx < NR * D; idx += vec_threads) {
+    const int r = idx / D, d = idx % D;
+    const vec_row row = vec_row_of(a, r, kv_head, head_split, q_tile, heads_per_block);
+    float x = 0.0f;
+    if (row.query >= 0)
+      x = load_q_value(a, a.q + row.query * a.q_nb1 + row.head * a.q_nb2 + seq * a.q_nb3, d) * a.q_prescale;
+    q_nat[idx] = x;
+  }
+  platform::sync_threads();
+  if (KL::type == data_type::turbo3 && a.rotate_q) rotate_groups_shared<false>(q_nat, NR * D / block_values, tid, vec_threads);
+  for (int idx = tid; idx < NR * D; idx += vec_threads) {
+    const int r = idx / D, d = idx % D, c = d / kv::chunk_values, e = d % kv::chunk_values;
+    q_s[r * D + c * kv::chunk_values + KL::slot(e)] = q_nat[idx];
+  }
+  platform::sync_threads();
+
+  // ---- the key range of this split (causal: nothing past the last query's diagonal) -----------
+  const int n_tiles = (a.n_kv + vec_tile - 1) / vec_tile;
+  const int tile_begin = split * a.tiles_per_split;
+  const int tile_end = min(n_tiles, tile_begin + a.tiles_per_split);
+  int kv_end = a.n_kv;
+  if (a.causal) {
+    const int last_query = min(a.n_q - 1, q_tile * a.ncols + a.ncols - 1);
+    kv_end = max(0, min(a.n_kv, last_query + a.n_kv - a.n_q + 1));
+  }
+
+  float m_run[NR], l_run[NR];
+  TURBO3_UNROLL
+  for (int r = 0; r < NR; ++r) { m_run[r] = -INFINITY; l_run[r] = 0.0f; }
+
+  // Value-phase layout: chunk, row slice, key slice.
+  const int v_chunk = tid % C::chunks;
+  const int v_row0 = ((tid / C::chunks) % C::row_slices) * C::rows_per_thread;
+  const int v_keys0 = tid / (C::chunks * C::row_slices);
+  const int v_scale_index = v_chunk * kv::chunk_values / C::v_scale_values;
+  float acc[C::rows_per_thread][kv::chunk_values];
+  TURBO3_UNROLL
+  for (int r = 0; r < C::rows_per_thread; ++r)
+    TURBO3_UNROLL
+    for (int e = 0; e < kv::chunk_values; ++e) acc[r][e] = 0.0f;
+
+  const char* k_head = a.k + kv_head * a.k_nb2 + seq * a.k_nb3;
+  const char* v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
+
+  for (int tile = tile_begin; tile < tile_end; ++tile) {
+    const int j0 = tile * vec_tile;
+    if (j0 >= kv_end) break;
+    const int j = j0 + tid;
+    const bool key_ok = j < kv_end;
+
+    // ---- scores of key j against every row ----------------------------------------------------
+    float s[NR];
+    TURBO3_UNROLL
+    for (int r = 0; r < NR; ++r) s[r] = 0.0f;
+    if (key_ok) {
+      const char* k_row = k_head + static_cast<int64_t>(j) * a.k_nb1;
+      for (int blk = 0; blk < D / C::k_scale_values; ++blk) {
+        float part[NR];
+        TURBO3_UNROLL
+        for (int r = 0; r < NR; ++r) part[r] = 0.0f;
+        for (int c = blk * (C::k_scale_values / kv::chunk_values); c < (blk + 1) * (C::k_scale_values / kv::chunk_values); ++c) {
+          float x[kv::chunk_values];
+          KL::load_chunk(k_row, c, a.lut, x);
+          TURBO3_UNROLL
+          for (int r = 0; r < NR; ++r) {
+            const float4* q4 = reinterpret_cast<const float4*>(q_s + r * D + c * kv::chunk_values);
+            TURBO3_UNROLL
+            for (int e4 = 0; e4 < kv::chunk_values / 4; ++e4) {
+              const float4 q = q4[e4];
+              part[r] += q.x * x[4 * e4] + q.y * x[4 * e4 + 1] + q.z * x[4 * e4 + 2] + q.w * x[4 * e4 + 3];
+            }
+          }
+        }
+        const float sc = KL::scale(k_row, blk);
+        TURBO3_UNROLL
+        for (int r = 0; r < NR; ++r) s[r] += sc * part[r];
+      }
+    }
+    TURBO3_UNROLL
+    for (int r = 0; r < NR; ++r) {
+      const vec_row row = vec_row_of(a, r, kv_head, head_split, q_tile, heads_per_block);
+      float x = s[r];
+      if (a.softcap_post != 0.0f) x = a.softcap_post * platform::tanh_fast(x);
+      bool visible = key_ok && row.query >= 0 && (!a.causal || j <= row.query + a.n_kv - a.n_q);
+      if (visible && a.mask) {
+        const platform::half* m = reinterpret_cast<const platform::half*>(
+            a.mask + row.query * a.mask_nb1 + (row.head % a.mask_ne2) * a.mask_nb2 + (seq % a.mask_ne3) * a.mask_nb3);
+        const float mv = platform::half_to_float(m[j]);
+        if (mv == -INFINITY) visible = false;
+        else x += exp2f(alibi_slope_log2(a.max_bias, row.head, a.n_head)) * log2e * mv;
+      }
+      s[r] = visible ? x : -INFINITY;
+    }
+
+    // ---- online softmax: tile maximum per row, weights p, running sums ----------------------
+    TURBO3_UNROLL
+    for (int r = 0; r < NR; ++r) {
+      const float mx = warp_max(s[r]);
+      if (lane == 0) warp_part[warp][r] = mx;
+    }
+    platform::sync_threads();
+    float p[NR];
+    TURBO3_UNROLL
+    for (int r = 0; r < NR; ++r) {
+      float mx = warp_part[0][r];
+      for (int w = 1; w < n_warps; ++w) mx = fmaxf(mx, warp_part[w][r]);
+      const float m_new = fmaxf(m_run[r], mx);
+      const float alpha = m_new == -INFINITY ? 1.0f : platform::exp2_fast(m_run[r] - m_new);
+      p[r] = s[r] == -INFINITY ? 0.0f : platform::exp2_fast(s[r] - m_new);
+      l_run[r] = l_run[r] * alpha + p[r];
+      m_run[r] = m_new;
+      if (tid == 0) alpha_s[r] = alpha;
+    }
+    const char* v_row_own = v_head + static_cast<int64_t>(j) * a.v_nb1;
+    TURBO3_UNROLL
+    for (int b = 0; b < C::v_scales; ++b) {
+      const float sc = key_ok ? VL::scale(v_row_own, b) : 0.0f;
+      TURBO3_UNROLL
+      for (int r = 0; r < NR; ++r) w_s[(b * vec_tile + tid) * NR + r] = p[r] * sc;
+    }
+    platform::sync_threads();
+
+    // ---- values: acc = acc * alpha + sum_j w_j * C[i_j] ----------------------------------------
+    TURBO3_UNROLL
+    for (int r = 0; r < C::rows_per_thread; ++r) {
+      const float alpha = alpha_s[v_row0 + r];
+      TURBO3_UNROLL
+      for (int e = 0; e < kv::chunk_values; ++e) acc[r][e] *= alpha;
+    }
+    const int n_valid = min(vec_tile, kv_end - j0);
+    for (int jj = v_keys0; jj < n_valid; jj += C::key_slices) {
+      float x[kv::chunk_values];
+      VL::load_chunk(v_head + static_cast<int64_t>(j0 + jj) * a.v_nb1, v_chunk, a.lut, x);
+      const float* w = w_s + (v_scale_index * vec_tile + jj) * NR + v_row0;
+      TURBO3_UNROLL
+      for (int r = 0; r < C::rows_per_thread; ++r) {
+        const float wr = w[r];
+        TURBO3_UNROLL
+        for (int e = 0; e < kv::chunk_values; ++e) acc[r][e] += wr * x[e];
+      }
+    }
+    platform::sync_threads();  // w_s, warp_part and alpha_s are rewritten by the next tile
+  }
+
+  // ---- partial result of this split: unnormalized rows (natural order), max and sum --------
+  TURBO3_UNROLL
+  for (int r = 0; r < NR; ++r) {
+    const float sum = warp_sum(l_run[r]);
+    if (lane == 0) warp_part[warp][r] = sum;
+  }
+  float* red = smem;  // [key_slices][NR][D]
+  TURBO3_UNROLL
+  for (int r = 0; r < C::rows_per_thread; ++r)
+    TURBO3_UNROLL
+    for (int e = 0; e < kv::chunk_values; ++e)
+      red[(v_keys0 * NR + v_row0 + r) * D + v_chunk * kv::chunk_values + C::value_of_slot(e)] = acc[r][e];
+  platform::sync_threads();
+  const int blocks_per_seq = a.n_head_kv * head_splits;
+  for (int idx = tid; idx < NR * D; idx += vec_threads) {
+    const int r = idx / D, d = idx % D;
+    float v = 0.0f;
+    for (int ks = 0; ks < C::key_slices; ++ks) v += red[(ks * NR + r) * D + d];
+    a.partial[vec_partial_row(a, seq, kv_block, q_tile, split, blocks_per_seq, NR, r, D) + d] = v;
+  }
+  if (tid < NR) {
+    float sum = 0.0f;
+    for (int w = 0; w < n_warps; ++w) sum += warp_part[w][tid];
+    float m = -INFINITY;
+    TURBO3_UNROLL
+    for (int r = 0; r < NR; ++r) m = r == tid ? m_run[r] : m;
+    float* tail = a.partial + vec_partial_row(a, seq, kv_block, q_tile, split, blocks_per_seq, NR, tid, D) + D;
+    tail[0] = m;
+    tail[1] = sum;
+  }
+}
+
+// One work-group per output row (query, head, seq): merge the splits, add the sink, normalize,
+// un-rotate, convert and store.
+template <int D>
+TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_combine_kernel(attention_args a, int head_splits, int NR,
+                                                                         bool unrotate) {
+  __shared__ float row_s[D];
+  __shared__ float split_w[vec_max_splits];
+  __shared__ float inv_sum;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int i = static_cast<int>(blockIdx.x), h = static_cast<int>(blockIdx.y), seq = static_cast<int>(blockIdx.z);
+  const int kv_head = h / a.gqa, g = h % a.gqa;
+  const int heads_per_block = a.gqa / head_splits;
+  const int kv_block = kv_head * head_splits + g / heads_per_block;
+  const int q_tile = i / a.ncols, r = (i % a.ncols) * heads_per_block + g % heads_per_block;
+  const int blocks_per_seq = a.n_head_kv * head_splits;
+  auto row_at = [&](int split) {
+    return a.partial + vec_partial_row(a, seq, kv_block, q_tile, split, blocks_per_seq, NR, r, D);
+  };
+  if (tid == 0) {
+    float m = -INFINITY;
+    for (int s = 0; s < a.n_splits; ++s) m = fmaxf(m, row_at(s)[D]);
+    const float sink = a.sinks ? a.sinks[h] * log2e : -INFINITY;
+    m = fmaxf(m, sink);
+    float l = 0.0f;
+    for (int s = 0; s < a.n_splits; ++s) {
+      const float ms = row_at(s)[D];
+      const float w = ms == -INFINITY ? 0.0f : platform::exp2_fast(ms - m);
+      split_w[s] = w;
+      l += w * row_at(s)[D + 1];
+    }
+    if (sink != -INFINITY) l += platform::exp2_fast(sink - m);
+    inv_sum = l > 0.0f ? 1.0f / l : 0.0f;
+  }
+  platform::sync_threads();
+  for (int d = tid; d < D; d += vec_threads) {
+    float v = 0.0f;
+    for (int s = 0; s < a.n_splits; ++s) v += split_w[s] * row_at(s)[d];
+    row_s[d] = v * inv_sum;
+  }
+  platform::sync_threads();
+  if (unrotate) rotate_groups_shared<true>(row_s, D / block_values, tid, vec_threads);
+  char* out = a.out + i * a.out_nb1 + h * a.out_nb2 + seq * a.out_nb3;
+  for (int d = tid; d < D; d += vec_threads) {
+    if (a.out_f16) reinterpret_cast<platform::half*>(out)[d] = platform::float_to_half(row_s[d]);
+    else reinterpret_cast<float*>(out)[d] = row_s[d];
+  }
+}
+
+}  // namespace detail
+}  // namespace turbo3
+
+#endif  // TURBO3_HAS_RUNTIME

@@ -1,0 +1,115 @@
+// Per-storage-type K/V loaders. A row of D values is read in chunks of 16 values, decoded to
+// float in the loader's own slot order (slot(e) is where value e of a chunk lands). Values are
+// left unscaled: a turbo3 row carries one norm per 128-value block, which the kernels apply once
+// per block (scores) or fold into the softmax weight (values), never per element.
+#pragma once
+
+#include <cstdint>
+
+#include "turbo3/format/block.hpp"
+#include "turbo3/format/codebook.hpp"
+#include "turbo3/format/fp16.hpp"
+#include "turbo3/platform/bits.hpp"
+#include "turbo3/types.hpp"
+
+namespace turbo3 {
+
+// The eight codebook levels as fp16 bytes split into two planes (low bytes, high bytes), four
+// registers in all: a byte permute with 3-bit indices looks up four levels at once.
+struct turbo3_lut {
+  uint32_t lo_plane[2];
+  uint32_t hi_plane[2];
+};
+
+inline turbo3_lut make_turbo3_lut(codebook cb) {
+  const codebook_table t = codebook_values(cb);
+  turbo3_lut lut{};
+  for (int i = 0; i < 8; ++i) {
+    const uint32_t h = fp16_from_float(t.level[i]);
+    lut.lo_plane[i / 4] |= (h & 0xffu) << (8 * (i % 4));
+    lut.hi_plane[i / 4] |= (h >> 8) << (8 * (i % 4));
+  }
+  return lut;
+}
+
+#if TURBO3_HAS_RUNTIME
+
+namespace kv {
+
+inline constexpr int chunk_values = 16;
+
+struct turbo3_loader {
+  static constexpr data_type type = data_type::turbo3;
+  static constexpr int values_per_scale = block_values;  // one norm per 128 values
+  // Decoded chunk order: values 0,2,4,...,14 then 1,3,...,15.
+  TURBO3_HD static constexpr int slot(int e) { return (e & 1) * 8 + (e >> 1); }
+
+  // Rows are 2-byte aligned (50-byte blocks): every access is a 16-bit load.
+  TURBO3_DEVICE TURBO3_FORCEINLINE static float scale(const char* row, int block) {
+    return platform::half_bits_to_float(reinterpret_cast<const uint16_t*>(row + block * block_bytes)[0]);
+  }
+
+  TURBO3_DEVICE TURBO3_FORCEINLINE static void load_chunk(const char* row, int c, const turbo3_lut& lut,
+                                                         float out[chunk_values]) {
+    const uint16_t* b = reinterpret_cast<const uint16_t*>(row + (c >> 3) * block_bytes);
+    const int q = c & 7;
+    const uint32_t qs = static_cast<uint32_t>(b[1 + 2 * q]) | (static_cast<uint32_t>(b[2 + 2 * q]) << 16);
+    const uint32_t signs = b[17 + q];
+    decode16(qs, signs, lut, out);
+  }
+
+  // 16 values from their packed low bits (value e at bits 2e..2e+1) and high bits (bit e): the
+  // 3-bit indices of the even and the odd values are gathered into nibbles, then each byte
+  // permute looks up four fp16 levels.
+  TURBO3_DEVICE TURBO3_FORCEINLINE static void decode16(uint32_t qs, uint32_t signs, const turbo3_lut& lut,
+                                                       float out[chunk_values]) {
+    uint32_t s = signs & 0xffffu;               // spread sign pairs (2n, 2n+1) to nibble n
+    s = (s | (s << 8)) & 0x00ff00ffu;
+    s = (s | (s << 4)) & 0x0f0f0f0fu;
+    s = (s | (s << 2)) & 0x33333333u;
+    const uint32_t even = (qs & 0x33333333u) | ((s & 0x11111111u) << 2);
+    const uint32_t odd = ((qs >> 2) & 0x33333333u) | ((s & 0x22222222u) << 1);
+    lookup4(even, lut, out + 0);
+    lookup4(even >> 16, lut, out + 4);
+    lookup4(odd, lut, out + 8);
+    lookup4(odd >> 16, lut, out + 12);
+  }
+
+  TURBO3_DEVICE TURBO3_FORCEINLINE static void lookup4(uint32_t nibbles, const turbo3_lut& lut, float* out) {
+    const uint32_t lo = platform::lookup_bytes4(lut.lo_plane[0], lut.lo_plane[1], nibbles);
+    const uint32_t hi = platform::lookup_bytes4(lut.hi_plane[0], lut.hi_plane[1], nibbles);
+    platform::half2_bits_to_float2(platform::permute_bytes<0, 4, 1, 5>(lo, hi), out[0], out[1]);
+    platform::half2_bits_to_float2(platform::permute_bytes<2, 6, 3, 7>(lo, hi), out[2], out[3]);
+  }
+};
+
+struct f16_loader {
+  static constexpr data_type type = data_type::f16;
+  static constexpr int values_per_scale = 1 << 30;  // no per-block scale
+  TURBO3_HD static constexpr int slot(int e) { return e; }
+
+  TURBO3_DEVICE TURBO3_FORCEINLINE static float scale(const char*, int) { return 1.0f; }
+
+  // Rows are 16-byte aligned (the launcher checks): two 16-byte loads per chunk.
+  TURBO3_DEVICE TURBO3_FORCEINLINE static void load_chunk(const char* row, int c, const turbo3_lut&,
+                                                         float out[chunk_values]) {
+    const uint4* p = reinterpret_cast<const uint4*>(row) + 2 * c;
+    const uint4 a = p[0], b = p[1];
+    const uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    TURBO3_UNROLL
+    for (int i = 0; i < 8; ++i) platform::half2_bits_to_float2(w[i], out[2 * i], out[2 * i + 1]);
+  }
+};
+
+template <data_type T>
+struct loader_for;
+template <>
+struct loader_for<data_type::turbo3> { using type = turbo3_loader; };
+template <>
+struct loader_for<data_type::f16> { using type = f16_loader; };
+
+}  // namespace kv
+
+#endif  // TURBO3_HAS_RUNTIME
+
+}  // namespace turbo3

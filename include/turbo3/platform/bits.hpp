@@ -1,0 +1,57 @@
+// Byte-permute table lookups and packed fp16 conversion: the vendor primitives behind the turbo3
+// unpack (several values per instruction, tables held in registers).
+#pragma once
+
+#include <cstdint>
+
+#include "turbo3/platform/device.hpp"
+
+#if TURBO3_HAS_RUNTIME
+
+namespace turbo3 {
+namespace platform {
+
+// Four table lookups at once: byte k of the result is byte n_k of the 8-byte table {t_lo, t_hi}
+// (bytes 0-3 in t_lo), where n_k is nibble k of `nibbles` (each 0..7; bits above 15 ignored).
+TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t lookup_bytes4(uint32_t t_lo, uint32_t t_hi, uint32_t nibbles) {
+#if defined(TURBO3_PLATFORM_CUDA)
+  return __byte_perm(t_lo, t_hi, nibbles);
+#else
+  // v_perm_b32 takes one selector byte per output byte: widen the nibbles to bytes first.
+  uint32_t sel = nibbles & 0xffffu;
+  sel = (sel | (sel << 8)) & 0x00ff00ffu;
+  sel = (sel | (sel << 4)) & 0x0f0f0f0fu;
+  return __builtin_amdgcn_perm(t_hi, t_lo, sel);
+#endif
+}
+
+// Byte k of the result is byte B_k of the 8-byte pair {lo, hi} (bytes 0-3 in lo); B_k in 0..7.
+template <int B0, int B1, int B2, int B3>
+TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t permute_bytes(uint32_t lo, uint32_t hi) {
+  static_assert(B0 >= 0 && B0 < 8 && B1 >= 0 && B1 < 8 && B2 >= 0 && B2 < 8 && B3 >= 0 && B3 < 8, "byte index");
+#if defined(TURBO3_PLATFORM_CUDA)
+  return __byte_perm(lo, hi, B0 | (B1 << 4) | (B2 << 8) | (B3 << 12));
+#else
+  return __builtin_amdgcn_perm(hi, lo, static_cast<uint32_t>(B0 | (B1 << 8) | (B2 << 16) | (B3 << 24)));
+#endif
+}
+
+// Two fp16 values packed in a word (low half first) to two floats.
+TURBO3_DEVICE TURBO3_FORCEINLINE void half2_bits_to_float2(uint32_t h2, float& lo, float& hi) {
+#if defined(TURBO3_PLATFORM_CUDA)
+  __half2 h;
+  static_assert(sizeof(h) == 4, "half2");
+  memcpy(&h, &h2, 4);
+  const float2 f = __half22float2(h);
+  lo = f.x;
+  hi = f.y;
+#else
+  lo = static_cast<float>(__builtin_bit_cast(_Float16, static_cast<uint16_t>(h2 & 0xffffu)));
+  hi = static_cast<float>(__builtin_bit_cast(_Float16, static_cast<uint16_t>(h2 >> 16)));
+#endif
+}
+
+}  // namespace platform
+}  // namespace turbo3
+
+#endif  // TURBO3_HAS_RUNTIME

@@ -1,0 +1,178 @@
+// write_rows: quantize f32/f16 rows into a turbo3 cache, or copy them into an f16 cache, on the
+// device. Byte-exact with ref::quantize_row: the reductions the format defines as sequential run
+// sequentially, and every multiply and add is rounded on its own (no FMA contraction).
+#pragma once
+
+#include "turbo3/format/codebook.hpp"
+#include "turbo3/format/rotation.hpp"
+#include "turbo3/platform/device.hpp"
+#include "turbo3/status.hpp"
+#include "turbo3/types.hpp"
+
+#if TURBO3_HAS_RUNTIME
+
+namespace turbo3 {
+
+// n_rows source rows of n_cols values (f32 or f16), row r at data + r * row_stride bytes.
+struct row_source {
+  const void* data = nullptr;
+  data_type type = data_type::f32;
+  int64_t n_cols = 0;
+  int64_t n_rows = 0;
+  size_t row_stride = 0;
+};
+
+// A cache of n_rows rows (its capacity), f16 or turbo3, row r at data + r * row_stride bytes.
+// A turbo3 row of n_cols values is n_cols/128 consecutive 50-byte blocks (head h's blocks follow
+// head h-1's when a row holds several heads).
+struct cache_view {
+  void* data = nullptr;
+  data_type type = data_type::turbo3;
+  int64_t n_cols = 0;
+  int64_t n_rows = 0;
+  size_t row_stride = 0;
+};
+
+namespace detail {
+
+inline constexpr int write_threads = 128;  // one thread per value of a 128-group
+
+TURBO3_DEVICE TURBO3_FORCEINLINE float load_value(const void* row, data_type type, int64_t i) {
+  return type == data_type::f16 ? platform::half_to_float(static_cast<const platform::half*>(row)[i])
+                                : static_cast<const float*>(row)[i];
+}
+
+template <class Index>
+TURBO3_DEVICE TURBO3_FORCEINLINE int64_t destination_row(const Index* row_ids, int64_t r) {
+  return row_ids ? static_cast<int64_t>(row_ids[r]) : r;
+}
+
+// One work-group of 128 threads quantizes one 128-group at a time (grid-stride over all groups).
+// Only shared memory and barriers: correct for any wave size.
+template <class Index>
+TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(write_threads)
+write_turbo3_kernel(row_source src, const Index* row_ids, cache_view dst, codebook_table cb) {
+  __shared__ float value[block_values];
+  __shared__ uint8_t index[block_values];
+  __shared__ float group_norm, group_inv;
+  const int t = static_cast<int>(threadIdx.x);
+  const int64_t groups_per_row = src.n_cols / block_values;
+  const int64_t n_groups = src.n_rows * groups_per_row;
+  for (int64_t g = blockIdx.x; g < n_groups; g += gridDim.x) {
+    const int64_t r = g / groups_per_row;
+    const int64_t c = g % groups_per_row;
+    const int64_t out_row = destination_row(row_ids, r);
+    if (out_row < 0 || out_row >= dst.n_rows) continue;  // uniform over the work-group
+    const void* in = static_cast<const char*>(src.data) + r * src.row_stride;
+    const float x = load_value(in, src.type, c * block_values + t);
+    value[t] = platform::mul_rn(x, x);
+    platform::sync_threads();
+    if (t == 0) {  // §3 step 1-2: sequential float32 sum in index order
+      float ss = 0.0f;
+      for (int i = 0; i < block_values; ++i) ss = platform::add_rn(ss, value[i]);
+      const float n = platform::sqrt_rn(ss);
+      group_norm = n;
+      group_inv = (n > 1e-10f) ? platform::div_rn(1.0f, n) : 0.0f;
+    }
+    platform::sync_threads();
+    value[t] = platform::mul_rn(x, group_inv) * rotation_s1(t);
+    // §3 step 3b: the butterfly, stage by stage; 64 threads each own one pair per stage.
+    for (int h = 1; h < block_values; h <<= 1) {
+      platform::sync_threads();
+      if ((t % (2 * h)) < h) {
+        const float a = value[t], b = value[t + h];
+        value[t] = platform::add_rn(a, b);
+        value[t + h] = platform::add_rn(a, -b);
+      }
+    }
+    platform::sync_threads();
+    const float y = platform::mul_rn(value[t], rotation_scale) * rotation_s2(t);
+    const int idx = quantize_index(cb, y);
+    index[t] = static_cast<uint8_t>(idx);
+    float level = cb.level[0];  // select, not a dynamic index: keeps the table in registers
+TURBO3_UNROLL
+    for (int k = 1; k < 8; ++k) level = (idx == k) ? cb.level[k] : level;
+    value[t] = platform::mul_rn(level, level);
+    platform::sync_threads();
+    block_turbo3* out = reinterpret_cast<block_turbo3*>(static_cast<char*>(dst.data) + out_row * dst.row_stride) + c;
+    if (t == 0) {  // §3 step 6: norm correction, sequential float32 sum
+      float rr = 0.0f;
+      for (int i = 0; i < block_values; ++i) rr = platform::add_rn(rr, value[i]);
+      const float r2 = platform::sqrt_rn(rr);
+      const float n = group_norm;
+      out->norm = platform::float_to_half_bits((r2 > 1e-10f) ? platform::div_rn(n, r2) : n);
+    } else if (t <= block_qs_bytes) {
+      const int k = t - 1;
+      out->qs[k] = static_cast<uint8_t>((index[4 * k] & 3) | ((index[4 * k + 1] & 3) << 2) |
+                                        ((index[4 * k + 2] & 3) << 4) | ((index[4 * k + 3] & 3) << 6));
+    } else if (t <= block_qs_bytes + block_sign_bytes) {
+      const int k = t - 1 - block_qs_bytes;
+      uint8_t s = 0;
+      for (int e = 0; e < 8; ++e) s |= static_cast<uint8_t>(((index[8 * k + e] >> 2) & 1) << e);
+      out->signs[k] = s;
+    }
+    platform::sync_threads();  // value[] and index[] are reused by the next group
+  }
+}
+
+template <class Index>
+TURBO3_GLOBAL void write_f16_kernel(row_source src, const Index* row_ids, cache_view dst) {
+  const int64_t n = src.n_rows * src.n_cols;
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < n;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = e / src.n_cols, i = e % src.n_cols;
+    const int64_t out_row = destination_row(row_ids, r);
+    if (out_row < 0 || out_row >= dst.n_rows) continue;
+    const void* in = static_cast<const char*>(src.data) + r * src.row_stride;
+    platform::half* out = reinterpret_cast<platform::half*>(static_cast<char*>(dst.data) + out_row * dst.row_stride);
+    out[i] = platform::float_to_half(load_value(in, src.type, i));
+  }
+}
+
+inline bool aligned_to(const void* p, size_t a) { return reinterpret_cast<uintptr_t>(p) % a == 0; }
+
+}  // namespace detail
+
+// Checks arguments without touching the device: null pointers, types, sizes, strides, alignment.
+inline status validate_write(const row_source& src, const cache_view& dst) {
+  if (!src.data || !dst.data) return status::invalid_argument;
+  if (src.n_cols <= 0 || src.n_rows < 0 || dst.n_rows <= 0) return status::invalid_argument;
+  if (src.type != data_type::f32 && src.type != data_type::f16) return status::unsupported;
+  if (dst.type != data_type::f16 && dst.type != data_type::turbo3) return status::unsupported;
+  if (dst.n_cols != src.n_cols) return status::invalid_argument;
+  if (dst.type == data_type::turbo3 && src.n_cols % block_values != 0) return status::invalid_argument;
+  const size_t src_elem = element_bytes(src.type);
+  if (!detail::aligned_to(src.data, src_elem) || src.row_stride % src_elem != 0) return status::invalid_argument;
+  if (src.n_rows > 1 && src.row_stride < row_bytes(src.type, src.n_cols)) return status::invalid_argument;
+  if (!detail::aligned_to(dst.data, 2) || dst.row_stride % 2 != 0) return status::invalid_argument;
+  if (dst.n_rows > 1 && dst.row_stride < row_bytes(dst.type, dst.n_cols)) return status::invalid_argument;
+  return status::ok;
+}
+
+// Writes source row r into cache row row_ids[r] (row r when row_ids is null). Index is int32_t
+// or int64_t; row_ids is device memory. Ids outside [0, dst.n_rows) are skipped on the device.
+// Launches one kernel on `stream`; no allocation, no synchronization (graph-capture safe).
+template <class Index>
+status write_rows(const row_source& src, const Index* row_ids, const cache_view& dst, hipStream_t stream,
+                  codebook cb = codebook::lloyd_max) {
+  static_assert(std::is_same<Index, int32_t>::value || std::is_same<Index, int64_t>::value,
+                "row ids are int32_t or int64_t");
+  const status s = validate_write(src, dst);
+  if (s != status::ok) return s;
+  if (src.n_rows == 0) return status::ok;
+  constexpr int64_t max_blocks = 65535;
+  if (dst.type == data_type::turbo3) {
+    const int64_t groups = src.n_rows * (src.n_cols / block_values);
+    const unsigned grid = static_cast<unsigned>(groups < max_blocks ? groups : max_blocks);
+    detail::write_turbo3_kernel<Index><<<grid, detail::write_threads, 0, stream>>>(src, row_ids, dst, codebook_values(cb));
+  } else {
+    const int64_t blocks = (src.n_rows * src.n_cols + 255) / 256;
+    const unsigned grid = static_cast<unsigned>(blocks < max_blocks ? blocks : max_blocks);
+    detail::write_f16_kernel<Index><<<grid, 256, 0, stream>>>(src, row_ids, dst);
+  }
+  return hipGetLastError() == hipSuccess ? status::ok : status::runtime_error;
+}
+
+}  // namespace turbo3
+
+#endif  // TURBO3_HAS_RUNTIME

@@ -1,0 +1,272 @@
+// validate(): every rule of attention/validate.hpp, one field at a time, on a well-formed call.
+// validate() never dereferences data pointers, so the views point into one small host buffer.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <limits>
+
+#include "turbo3/attention/validate.hpp"
+
+using turbo3::attention_params;
+using turbo3::data_type;
+using turbo3::status;
+
+namespace {
+
+alignas(256) unsigned char g_storage[4096];
+
+// Dense ggml strides for a view of type t.
+template <class View>
+void set_dense(View& v, data_type t, int64_t n0, int64_t n1, int64_t n2, int64_t n3) {
+  v.type = t;
+  v.ne[0] = n0, v.ne[1] = n1, v.ne[2] = n2, v.ne[3] = n3;
+  v.nb[0] = turbo3::element_bytes(t);
+  v.nb[1] = turbo3::row_bytes(t, n0);
+  v.nb[2] = v.nb[1] * static_cast<size_t>(n1);
+  v.nb[3] = v.nb[2] * static_cast<size_t>(n2);
+}
+
+// D = 128, n_q = 4, 8 query heads over 2 KV heads, 2 sequences, n_kv = 256, turbo3 K/V, f16 mask
+// [256, 4, 1, 1] broadcast over heads and sequences, f32 in and out.
+attention_params make_valid() {
+  attention_params p;
+  p.q.data = g_storage + 0;
+  p.k.data = g_storage + 256;
+  p.v.data = g_storage + 512;
+  p.mask.data = g_storage + 768;
+  p.out.data = g_storage + 1024;
+  set_dense(p.q, data_type::f32, 128, 4, 8, 2);
+  set_dense(p.k, data_type::turbo3, 128, 256, 2, 2);
+  set_dense(p.v, data_type::turbo3, 128, 256, 2, 2);
+  set_dense(p.mask, data_type::f16, 256, 4, 1, 1);
+  set_dense(p.out, data_type::f32, 128, 4, 8, 2);
+  p.scale = 0.088388f;
+  return p;
+}
+
+const void* offset_ptr(const void* p, size_t bytes) {
+  return static_cast<const unsigned char*>(p) + bytes;
+}
+
+}  // namespace
+
+TEST_CASE("validate: well-formed calls are accepted", "[validate]") {
+  attention_params p = make_valid();
+  CHECK(validate(p) == status::ok);
+
+  SECTION("no mask") {
+    p.mask.data = nullptr;
+    p.mask.type = data_type::f32;  // ignored without data
+    p.mask.ne[0] = 0;
+    CHECK(validate(p) == status::ok);
+  }
+  SECTION("f16 everywhere") {
+    set_dense(p.q, data_type::f16, 128, 4, 8, 2);
+    set_dense(p.k, data_type::f16, 128, 256, 2, 2);
+    set_dense(p.v, data_type::f16, 128, 256, 2, 2);
+    set_dense(p.out, data_type::f16, 128, 4, 8, 2);
+    CHECK(validate(p) == status::ok);
+  }
+  SECTION("mixed K/V storage") {
+    set_dense(p.k, data_type::f16, 128, 256, 2, 2);
+    CHECK(validate(p) == status::ok);
+  }
+  SECTION("f16 K/V with head dim 64") {
+    set_dense(p.q, data_type::f32, 64, 4, 8, 2);
+    set_dense(p.k, data_type::f16, 64, 256, 2, 2);
+    set_dense(p.v, data_type::f16, 64, 256, 2, 2);
+    set_dense(p.out, data_type::f32, 64, 4, 8, 2);
+    CHECK(validate(p) == status::ok);
+  }
+  SECTION("D_v differs from D_k") {
+    set_dense(p.v, data_type::turbo3, 256, 256, 2, 2);
+    set_dense(p.out, data_type::f32, 256, 4, 8, 2);
+    CHECK(validate(p) == status::ok);
+  }
+  SECTION("single row with zero stride, broadcast head and sequence strides") {
+    set_dense(p.q, data_type::f32, 128, 1, 8, 2);
+    p.q.nb[1] = 0;
+    p.q.nb[2] = 0;
+    p.q.nb[3] = 0;
+    set_dense(p.out, data_type::f32, 128, 1, 8, 2);
+    CHECK(validate(p) == status::ok);
+  }
+  SECTION("ggml's permuted output layout [D_v, n_head, n_q, n_seq] in memory") {
+    p.out.nb[2] = 128 * 4;          // head stride: one row
+    p.out.nb[1] = 128 * 4 * 8;      // query stride: all heads
+    p.out.nb[3] = 128 * 4 * 8 * 4;  // sequence stride
+    CHECK(validate(p) == status::ok);
+  }
+  SECTION("padded rows and mask planes per head and sequence") {
+    p.k.nb[1] = 64;  // > 50, 2-aligned
+    p.k.nb[2] = p.k.nb[1] * 256;
+    p.k.nb[3] = p.k.nb[2] * 2;
+    set_dense(p.mask, data_type::f16, 300, 8, 8, 2);
+    CHECK(validate(p) == status::ok);
+  }
+  SECTION("GQA 1, multi-query, ALiBi, softcap, sinks, causal, legacy codebook") {
+    set_dense(p.k, data_type::turbo3, 128, 256, 8, 2);
+    set_dense(p.v, data_type::turbo3, 128, 256, 8, 2);
+    p.max_bias = 8.0f;
+    p.softcap = 30.0f;
+    p.sinks = reinterpret_cast<const float*>(g_storage + 2048);
+    p.causal = true;
+    p.kv_codebook = turbo3::codebook::legacy;
+    CHECK(validate(p) == status::ok);
+    set_dense(p.k, data_type::turbo3, 128, 256, 1, 2);
+    set_dense(p.v, data_type::turbo3, 128, 256, 1, 2);
+    CHECK(validate(p) == status::ok);
+  }
+}
+
+TEST_CASE("validate: null pointers", "[validate]") {
+  attention_params p = make_valid();
+  SECTION("q") { p.q.data = nullptr; }
+  SECTION("k") { p.k.data = nullptr; }
+  SECTION("v") { p.v.data = nullptr; }
+  SECTION("out") { p.out.data = nullptr; }
+  CHECK(validate(p) == status::invalid_argument);
+}
+
+TEST_CASE("validate: unsupported types", "[validate]") {
+  attention_params p = make_valid();
+  SECTION("q turbo3") { p.q.type = data_type::turbo3; }
+  SECTION("k f32") { set_dense(p.k, data_type::f32, 128, 256, 2, 2); }
+  SECTION("v f32") { set_dense(p.v, data_type::f32, 128, 256, 2, 2); }
+  SECTION("out turbo3") { p.out.type = data_type::turbo3; }
+  SECTION("mask f32") { set_dense(p.mask, data_type::f32, 256, 4, 1, 1); }
+  SECTION("mask turbo3") { p.mask.type = data_type::turbo3; }
+  CHECK(validate(p) == status::unsupported);
+}
+
+TEST_CASE("validate: sizes must be positive", "[validate]") {
+  attention_params p = make_valid();
+  const int dim = GENERATE(0, 1, 2, 3);
+  const int64_t bad = GENERATE(int64_t{0}, int64_t{-1});
+  INFO("dim " << dim << " value " << bad);
+  SECTION("q") { p.q.ne[dim] = bad; }
+  SECTION("k") { p.k.ne[dim] = bad; }
+  SECTION("v") { p.v.ne[dim] = bad; }
+  SECTION("out") { p.out.ne[dim] = bad; }
+  SECTION("mask") { p.mask.ne[dim] = bad; }
+  CHECK(validate(p) == status::invalid_argument);
+}
+
+TEST_CASE("validate: sizes beyond 32-bit indexing", "[validate]") {
+  attention_params p = make_valid();
+  p.k.ne[1] = p.v.ne[1] = int64_t{1} << 31;
+  p.mask.ne[0] = int64_t{1} << 31;
+  CHECK(validate(p) == status::unsupported);
+}
+
+TEST_CASE("validate: shapes that disagree", "[validate]") {
+  attention_params p = make_valid();
+  SECTION("k head dim differs from q") { set_dense(p.k, data_type::turbo3, 256, 256, 2, 2); }
+  SECTION("v n_kv differs from k") { set_dense(p.v, data_type::turbo3, 128, 255, 2, 2); }
+  SECTION("v heads differ from k") { set_dense(p.v, data_type::turbo3, 128, 256, 4, 2); }
+  SECTION("k sequences differ from q") {
+    set_dense(p.k, data_type::turbo3, 128, 256, 2, 1);
+    set_dense(p.v, data_type::turbo3, 128, 256, 2, 1);
+  }
+  SECTION("v sequences differ from k") { set_dense(p.v, data_type::turbo3, 128, 256, 2, 1); }
+  SECTION("out head dim is not D_v") { set_dense(p.out, data_type::f32, 256, 4, 8, 2); }
+  SECTION("out n_q") { set_dense(p.out, data_type::f32, 128, 3, 8, 2); }
+  SECTION("out heads") { set_dense(p.out, data_type::f32, 128, 4, 4, 2); }
+  SECTION("out sequences") { set_dense(p.out, data_type::f32, 128, 4, 8, 1); }
+  SECTION("n_head not a multiple of n_head_kv") {
+    set_dense(p.k, data_type::turbo3, 128, 256, 3, 2);
+    set_dense(p.v, data_type::turbo3, 128, 256, 3, 2);
+  }
+  SECTION("more KV heads than query heads") {
+    set_dense(p.k, data_type::turbo3, 128, 256, 16, 2);
+    set_dense(p.v, data_type::turbo3, 128, 256, 16, 2);
+  }
+  CHECK(validate(p) == status::invalid_argument);
+}
+
+TEST_CASE("validate: turbo3 rows are whole 128-value blocks", "[validate]") {
+  attention_params p = make_valid();
+  SECTION("K and V turbo3, head dim 64") {
+    set_dense(p.q, data_type::f32, 64, 4, 8, 2);
+    set_dense(p.k, data_type::turbo3, 64, 256, 2, 2);
+    set_dense(p.v, data_type::turbo3, 64, 256, 2, 2);
+    set_dense(p.out, data_type::f32, 64, 4, 8, 2);
+  }
+  SECTION("turbo3 K head dim 192") {
+    set_dense(p.q, data_type::f32, 192, 4, 8, 2);
+    set_dense(p.k, data_type::turbo3, 192, 256, 2, 2);
+    p.k.nb[1] = 100;  // as if 1.5 blocks were stored
+  }
+  SECTION("turbo3 V head dim 64 under f16 K") {
+    set_dense(p.k, data_type::f16, 128, 256, 2, 2);
+    set_dense(p.v, data_type::turbo3, 64, 256, 2, 2);
+    set_dense(p.out, data_type::f32, 64, 4, 8, 2);
+  }
+  CHECK(validate(p) == status::unsupported);
+}
+
+TEST_CASE("validate: strides and alignment", "[validate]") {
+  attention_params p = make_valid();
+  SECTION("q row stride smaller than a row") { p.q.nb[1] = 128 * 4 - 4; }
+  SECTION("k row stride smaller than a turbo3 row") { p.k.nb[1] = 48; }
+  SECTION("v row stride zero with n_kv > 1") { p.v.nb[1] = 0; }
+  SECTION("out row stride smaller than a row") { p.out.nb[1] = 100; }
+  SECTION("f32 q head stride not a multiple of 4") { p.q.nb[2] += 2; }
+  SECTION("f32 q row stride not a multiple of 4") { p.q.nb[1] += 2; }
+  SECTION("turbo3 k row stride odd") { p.k.nb[1] = 51; }
+  SECTION("f16 v sequence stride odd") {
+    set_dense(p.v, data_type::f16, 128, 256, 2, 2);
+    p.v.nb[3] += 1;
+  }
+  SECTION("f32 out sequence stride not a multiple of 4") { p.out.nb[3] += 2; }
+  SECTION("f32 q pointer off by 2") { p.q.data = offset_ptr(p.q.data, 2); }
+  SECTION("turbo3 k pointer odd") { p.k.data = offset_ptr(p.k.data, 1); }
+  SECTION("turbo3 v pointer odd") { p.v.data = offset_ptr(p.v.data, 1); }
+  SECTION("f16 out pointer odd") {
+    set_dense(p.out, data_type::f16, 128, 4, 8, 2);
+    p.out.data = g_storage + 1025;
+  }
+  SECTION("sinks pointer off by 2") {
+    p.sinks = reinterpret_cast<const float*>(g_storage + 2050);
+  }
+  CHECK(validate(p) == status::invalid_argument);
+}
+
+TEST_CASE("validate: mask shape, broadcast and layout", "[validate]") {
+  attention_params p = make_valid();
+  SECTION("fewer columns than n_kv") { set_dense(p.mask, data_type::f16, 255, 4, 1, 1); }
+  SECTION("fewer rows than n_q") { set_dense(p.mask, data_type::f16, 256, 3, 1, 1); }
+  SECTION("head planes do not divide n_head") { set_dense(p.mask, data_type::f16, 256, 4, 3, 1); }
+  SECTION("more head planes than heads") { set_dense(p.mask, data_type::f16, 256, 4, 16, 1); }
+  SECTION("sequence planes do not divide n_seq") {
+    set_dense(p.mask, data_type::f16, 256, 4, 1, 3);
+  }
+  SECTION("row stride smaller than a row") { p.mask.nb[1] = 2 * 256 - 2; }
+  SECTION("odd row stride") { p.mask.nb[1] = 2 * 256 + 1; }
+  SECTION("odd pointer") { p.mask.data = offset_ptr(p.mask.data, 1); }
+  CHECK(validate(p) == status::invalid_argument);
+}
+
+TEST_CASE("validate: scalars", "[validate]") {
+  attention_params p = make_valid();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  SECTION("NaN scale") { p.scale = nan; }
+  SECTION("infinite scale") { p.scale = -inf; }
+  SECTION("negative softcap") { p.softcap = -1.0f; }
+  SECTION("NaN softcap") { p.softcap = nan; }
+  SECTION("infinite softcap") { p.softcap = inf; }
+  SECTION("negative max_bias") { p.max_bias = -0.5f; }
+  SECTION("NaN max_bias") { p.max_bias = nan; }
+  SECTION("unknown codebook") { p.kv_codebook = static_cast<turbo3::codebook>(7); }
+  CHECK(validate(p) == status::invalid_argument);
+}
+
+TEST_CASE("validate: the first failing rule decides", "[validate]") {
+  attention_params p = make_valid();
+  p.q.type = data_type::turbo3;   // unsupported (rule 2)
+  p.scale = std::numeric_limits<float>::quiet_NaN();  // invalid_argument (rule 10)
+  CHECK(validate(p) == status::unsupported);
+  p.out.data = nullptr;           // invalid_argument (rule 1)
+  CHECK(validate(p) == status::invalid_argument);
+}

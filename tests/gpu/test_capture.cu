@@ -1,0 +1,98 @@
+// Graph capture of decode calls: arena and stream-ordered pool replayed with new contents; a
+// capture with a non-capture-safe allocator returns capture_unsafe and the stream stays usable.
+#include "attention_problem.hpp"
+
+using namespace turbo3;
+using turbo3_test::attention_case;
+using turbo3_test::attention_problem;
+using turbo3_test::device_buffer;
+
+namespace {
+
+attention_case decode_case() {
+  attention_case c;
+  c.head_dim = 256;
+  c.n_head = 16;
+  c.n_head_kv = 8;
+  c.n_kv = 3000;
+  c.n_q = 1;
+  c.mask = true;
+  c.sinks = true;
+  return c;
+}
+
+template <class Allocator>
+void capture_and_replay(Allocator& allocator, hipStream_t stream, attention_problem& prob, std::mt19937_64& rng,
+                        const char* name) {
+  hipGraph_t graph = nullptr;
+  hipGraphExec_t exec = nullptr;
+  TURBO3_CHECK_HIP(hipStreamBeginCapture(stream, hipStreamCaptureModeGlobal));
+  const status s = flash_attention(prob.device_params(), allocator, stream);
+  TURBO3_CHECK_HIP(hipStreamEndCapture(stream, &graph));
+  REQUIRE(s == status::ok);
+  TURBO3_CHECK_HIP(hipGraphInstantiate(&exec, graph, nullptr, nullptr, 0));
+  double worst = 0;
+  for (int replay = 0; replay < 20; ++replay) {
+    prob.refill(rng);
+    prob.poison_output();
+    TURBO3_CHECK_HIP(hipGraphLaunch(exec, stream));
+    TURBO3_CHECK_HIP(hipStreamSynchronize(stream));
+    const double e = prob.compare_with_reference();
+    INFO(name << " replay " << replay << " NMSE " << e);
+    REQUIRE(e <= 1e-5);
+    worst = std::max(worst, e);
+  }
+  std::printf("capture (%s): 20 replays with new Q/K/V, worst NMSE %.3e\n", name, worst);
+  TURBO3_CHECK_HIP(hipGraphExecDestroy(exec));
+  TURBO3_CHECK_HIP(hipGraphDestroy(graph));
+}
+
+}  // namespace
+
+TEST_CASE("capture: decode with the arena allocator, 20 replays", "[capture]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0xa7e);
+  attention_problem prob(decode_case(), rng);
+  hipStream_t stream;
+  TURBO3_CHECK_HIP(hipStreamCreateWithFlags(&stream, hipStreamNonBlocking));
+  const size_t need = workspace_bytes(prob.device_params());
+  REQUIRE(need > 0);
+  device_buffer arena_memory(arena_allocator::footprint(need));
+  arena_allocator arena(arena_memory.ptr, arena_memory.bytes);
+  capture_and_replay(arena, stream, prob, rng, "arena");
+  TURBO3_CHECK_HIP(hipStreamDestroy(stream));
+}
+
+TEST_CASE("capture: decode with the stream-ordered pool, 20 replays", "[capture]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x9001);
+  attention_case c = decode_case();
+  c.k_type = data_type::turbo3;
+  c.v_type = data_type::f16;
+  attention_problem prob(c, rng);
+  hipStream_t stream;
+  TURBO3_CHECK_HIP(hipStreamCreateWithFlags(&stream, hipStreamNonBlocking));
+  stream_pool_allocator pool;
+  capture_and_replay(pool, stream, prob, rng, "stream pool");
+  TURBO3_CHECK_HIP(hipStreamDestroy(stream));
+}
+
+TEST_CASE("capture: a non-capture-safe allocator gives capture_unsafe and the stream stays usable", "[capture]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0xbad);
+  attention_problem prob(decode_case(), rng);
+  hipStream_t stream;
+  TURBO3_CHECK_HIP(hipStreamCreateWithFlags(&stream, hipStreamNonBlocking));
+  device_allocator plain;
+  prob.poison_output();
+  hipGraph_t graph = nullptr;
+  TURBO3_CHECK_HIP(hipStreamBeginCapture(stream, hipStreamCaptureModeGlobal));
+  const status s = flash_attention(prob.device_params(), plain, stream);
+  TURBO3_CHECK_HIP(hipStreamEndCapture(stream, &graph));
+  CHECK(s == status::capture_unsafe);
+  if (graph) TURBO3_CHECK_HIP(hipGraphDestroy(graph));
+  // Eager on the same stream, same allocator: correct.
+  REQUIRE(flash_attention(prob.device_params(), plain, stream) == status::ok);
+  TURBO3_CHECK_HIP(hipStreamSynchronize(stream));
+  const double e = prob.compare_with_reference();
+  INFO("eager after refused capture: NMSE " << e);
+  CHECK(e <= 1e-5);
+  TURBO3_CHECK_HIP(hipStreamDestroy(stream));
+}

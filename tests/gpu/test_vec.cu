@@ -1,0 +1,166 @@
+// VEC (decode) kernel against ref::attention on identical quantized bytes, limit NMSE 1e-5.
+#include "attention_problem.hpp"
+
+using namespace turbo3;
+using turbo3_test::attention_case;
+using turbo3_test::attention_problem;
+
+namespace {
+
+constexpr double nmse_limit = 1e-5;
+turbo3_test::nmse_tracker g_vec;
+
+struct report_at_exit {
+  ~report_at_exit() {
+    if (g_vec.cases)
+      std::printf("VEC: %d cases, worst NMSE %.3e (%s)\n", g_vec.cases, g_vec.worst, g_vec.worst_case.c_str());
+  }
+} g_report;
+
+const data_type kv_types[2] = {data_type::f16, data_type::turbo3};
+
+void run_vec_case(const attention_case& c, std::mt19937_64& rng, const launch_options& opt = {}) {
+  attention_problem prob(c, rng);
+  prob.poison_output();
+  stream_pool_allocator pool;
+  const status s = flash_attention(prob.device_params(), pool, nullptr, opt);
+  INFO(c.describe());
+  REQUIRE(s == status::ok);
+  TURBO3_CHECK_HIP(hipDeviceSynchronize());
+  const double e = prob.compare_with_reference();
+  g_vec.record(e, c.describe());
+  INFO("NMSE " << e);
+  CHECK(e <= nmse_limit);
+}
+
+}  // namespace
+
+TEST_CASE("VEC: D=128 grid (GQA 1/4/12, n_kv 113/512/1024, options) at n_q=1 and forced at n_q=3/32/75", "[vec]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x128);
+  launch_options forced;
+  forced.kernel = kernel_choice::vec;
+  int variant = 0;
+  for (int gqa : {1, 4, 12})
+    for (int n_kv : {113, 512, 1024})
+      for (int n_q : {1, 3, 32, 75}) {
+        attention_case c;
+        c.head_dim = 128;
+        c.n_head_kv = 4;
+        c.n_head = 4 * gqa;
+        c.n_kv = n_kv;
+        c.n_q = n_q;
+        // Options cycle so every combination of GQA, n_kv and n_q sees a different mix.
+        const int opt = variant++ % 6;
+        c.mask = opt != 0 && opt != 5;
+        c.sinks = opt == 2 || opt == 4;
+        c.max_bias = opt == 3 ? 8.0f : 0.0f;
+        c.softcap = opt == 4 ? 2.0f : 0.0f;
+        c.causal = opt == 5;
+        c.k_type = kv_types[(variant / 2) % 2];
+        c.v_type = kv_types[variant % 2];
+        c.q_type = variant % 3 == 0 ? data_type::f16 : data_type::f32;
+        c.out_type = variant % 5 == 0 ? data_type::f16 : data_type::f32;
+        c.permuted_out = variant % 2 == 0;
+        // Every case once with turbo3 K and V, the reason this library exists.
+        run_vec_case(c, rng, forced);
+        if (c.k_type != data_type::turbo3 || c.v_type != data_type::turbo3) {
+          c.k_type = c.v_type = data_type::turbo3;
+          run_vec_case(c, rng, forced);
+        }
+      }
+}
+
+TEST_CASE("VEC: D=256, 16 query heads over 4 and 8 KV heads, every K/V pair", "[vec]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x256);
+  for (int n_head_kv : {4, 8})
+    for (int n_q : {1, 2})
+      for (int n_kv : {1, 3, 255, 512, 1024, 4099})
+        for (data_type kt : kv_types)
+          for (data_type vt : kv_types) {
+            attention_case c;
+            c.head_dim = 256;
+            c.n_head = 16;
+            c.n_head_kv = n_head_kv;
+            c.n_q = n_q;
+            c.n_kv = n_kv;
+            c.k_type = kt;
+            c.v_type = vt;
+            c.mask = n_kv % 2 == 1;
+            c.causal = n_q == 2;
+            run_vec_case(c, rng);
+          }
+}
+
+TEST_CASE("VEC: both codebooks and both rotation modes", "[vec]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0xcb);
+  for (codebook cb : {codebook::lloyd_max, codebook::legacy})
+    for (bool library_rotates : {true, false})
+      for (data_type kt : kv_types)
+        for (data_type vt : kv_types) {
+          attention_case c;
+          c.head_dim = 256;
+          c.n_head = 8;
+          c.n_head_kv = 2;
+          c.n_kv = 777;
+          c.cb = cb;
+          c.library_rotates = library_rotates;
+          c.k_type = kt;
+          c.v_type = vt;
+          c.mask = true;
+          run_vec_case(c, rng);
+        }
+}
+
+TEST_CASE("VEC: D=512 and D=64, GQA up to 16, two sequences", "[vec]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x512);
+  for (data_type kt : kv_types)
+    for (data_type vt : kv_types)
+      for (int gqa : {1, 8, 16}) {
+        attention_case c;
+        c.head_dim = 512;
+        c.n_head_kv = 2;
+        c.n_head = 2 * gqa;
+        c.n_kv = 2048;
+        c.k_type = kt;
+        c.v_type = vt;
+        c.sinks = gqa == 8;
+        run_vec_case(c, rng);
+      }
+  for (int n_q : {1, 2}) {
+    attention_case c;
+    c.head_dim = 64;
+    c.n_head = 16;
+    c.n_head_kv = 2;
+    c.n_kv = 1000;
+    c.n_q = n_q;
+    c.n_seq = 2;
+    c.k_type = c.v_type = data_type::f16;
+    c.mask = true;
+    run_vec_case(c, rng);
+  }
+  attention_case c;  // turbo3 with two sequences and a fixed split count
+  c.head_dim = 128;
+  c.n_head = 8;
+  c.n_head_kv = 2;
+  c.n_kv = 3000;
+  c.n_seq = 2;
+  c.n_q = 2;
+  c.causal = true;
+  launch_options three_splits;
+  three_splits.kv_splits = 3;
+  run_vec_case(c, rng, three_splits);
+}
+
+TEST_CASE("VEC: odd lengths", "[vec]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x0dd);
+  for (int n_kv : {1, 3, 9, 27, 81, 129, 257, 1000}) {
+    attention_case c;
+    c.head_dim = 128;
+    c.n_head = 6;
+    c.n_head_kv = 2;
+    c.n_kv = n_kv;
+    c.mask = true;
+    c.sinks = n_kv % 2 == 1;
+    run_vec_case(c, rng);
+  }
+}

@@ -1,0 +1,122 @@
+// flash_attention rejects bad input before any runtime call: this binary is built by nvcc but
+// needs no GPU (it runs in CI). Every buffer is host memory that a launch would never accept; a
+// rejected call must leave the poisoned output untouched.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "turbo3/turbo3.hpp"
+
+using namespace turbo3;
+
+namespace {
+
+struct host_problem {
+  static constexpr int D = 128, n_q = 1, n_kv = 64, H = 8, HKV = 2;
+  std::vector<float> q = std::vector<float>(D * n_q * H, 1.0f);
+  std::vector<uint8_t> k = std::vector<uint8_t>(row_bytes(data_type::turbo3, D) * n_kv * HKV);
+  std::vector<uint8_t> v = std::vector<uint8_t>(k.size());
+  std::vector<uint16_t> mask = std::vector<uint16_t>(n_kv * n_q, 0);
+  std::vector<float> out = std::vector<float>(D * n_q * H);
+
+  attention_params params() {
+    attention_params p;
+    p.q.data = q.data(); p.q.type = data_type::f32;
+    p.q.ne[0] = D; p.q.ne[1] = n_q; p.q.ne[2] = H; p.q.ne[3] = 1;
+    p.q.nb[1] = D * 4; p.q.nb[2] = p.q.nb[1] * n_q; p.q.nb[3] = p.q.nb[2] * H;
+    for (tensor_view* t : {&p.k, &p.v}) {
+      t->data = t == &p.k ? k.data() : v.data();
+      t->type = data_type::turbo3;
+      t->ne[0] = D; t->ne[1] = n_kv; t->ne[2] = HKV; t->ne[3] = 1;
+      t->nb[1] = row_bytes(data_type::turbo3, D); t->nb[2] = t->nb[1] * n_kv; t->nb[3] = t->nb[2] * HKV;
+    }
+    p.out.data = out.data(); p.out.type = data_type::f32;
+    p.out.ne[0] = D; p.out.ne[1] = n_q; p.out.ne[2] = H; p.out.ne[3] = 1;
+    p.out.nb[1] = D * 4; p.out.nb[2] = p.out.nb[1] * n_q; p.out.nb[3] = p.out.nb[2] * H;
+    p.scale = 0.1f;
+    return p;
+  }
+  void poison() { std::memset(out.data(), 0xff, out.size() * 4); }
+  bool still_poisoned() const {
+    for (float x : out) {
+      uint32_t b;
+      std::memcpy(&b, &x, 4);
+      if (b != 0xffffffffu) return false;
+    }
+    return true;
+  }
+};
+
+// An allocator that must never be reached by a rejected call.
+struct tripwire_allocator {
+  static constexpr bool capture_safe = true;
+  int calls = 0;
+  void* allocate(size_t, hipStream_t) { ++calls; return nullptr; }
+  void deallocate(void*, size_t, hipStream_t) { ++calls; }
+};
+
+void expect_rejected(host_problem& hp, const attention_params& p, status want) {
+  hp.poison();
+  tripwire_allocator alloc;
+  CHECK(flash_attention(p, alloc, nullptr) == want);
+  CHECK(alloc.calls == 0);
+  CHECK(hp.still_poisoned());
+  CHECK(workspace_bytes(p) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("flash_attention: each invalid field returns its status, launches nothing, output untouched", "[bad_input]") {
+  host_problem hp;
+  const attention_params good = hp.params();
+  REQUIRE(validate(good) == status::ok);
+  { auto p = good; p.q.data = nullptr; expect_rejected(hp, p, status::invalid_argument); }
+  { auto p = good; p.k.data = nullptr; expect_rejected(hp, p, status::invalid_argument); }
+  { auto p = good; p.v.data = nullptr; expect_rejected(hp, p, status::invalid_argument); }
+  { auto p = good; p.out.data = nullptr; expect_rejected(hp, p, status::invalid_argument); }
+  { auto p = good; p.q.ne[1] = 0; p.out.ne[1] = 0; expect_rejected(hp, p, status::invalid_argument); }
+  { auto p = good; p.k.ne[1] = -4; p.v.ne[1] = -4; expect_rejected(hp, p, status::invalid_argument); }
+  { auto p = good; p.q.ne[2] = 7; p.out.ne[2] = 7; expect_rejected(hp, p, status::invalid_argument); }  // 7 % 2
+  { auto p = good; p.q.type = data_type::turbo3; expect_rejected(hp, p, status::unsupported); }
+  { auto p = good; p.out.type = data_type::turbo3; expect_rejected(hp, p, status::unsupported); }
+  { auto p = good; p.k.type = data_type::f32; expect_rejected(hp, p, status::unsupported); }
+  {  // turbo3 needs a multiple of 128
+    auto p = good;
+    p.q.ne[0] = p.k.ne[0] = p.v.ne[0] = p.out.ne[0] = 64;
+    expect_rejected(hp, p, status::unsupported);
+  }
+  {  // a head dim no kernel covers (f16, 96)
+    auto p = good;
+    p.k.type = p.v.type = data_type::f16;
+    p.q.ne[0] = p.k.ne[0] = p.v.ne[0] = p.out.ne[0] = 96;
+    p.k.nb[1] = p.v.nb[1] = 96 * 2;
+    p.k.nb[2] = p.v.nb[2] = p.k.nb[1] * hp.n_kv;
+    p.k.nb[3] = p.v.nb[3] = p.k.nb[2] * hp.HKV;
+    expect_rejected(hp, p, status::unsupported);
+  }
+  { auto p = good; p.k.nb[1] = 10; expect_rejected(hp, p, status::invalid_argument); }   // rows overlap
+  { auto p = good; p.v.ne[1] = hp.n_kv - 1; expect_rejected(hp, p, status::invalid_argument); }  // K/V disagree
+  { auto p = good; p.out.ne[0] = 64; expect_rejected(hp, p, status::invalid_argument); }
+  {  // mask too small
+    auto p = good;
+    p.mask.data = hp.mask.data(); p.mask.type = data_type::f16;
+    p.mask.ne[0] = hp.n_kv - 1; p.mask.ne[1] = 1;
+    p.mask.nb[1] = p.mask.ne[0] * 2; p.mask.nb[2] = p.mask.nb[3] = p.mask.nb[1];
+    expect_rejected(hp, p, status::invalid_argument);
+  }
+  { auto p = good; p.scale = NAN; expect_rejected(hp, p, status::invalid_argument); }
+  { auto p = good; p.softcap = -1.0f; expect_rejected(hp, p, status::invalid_argument); }
+  { auto p = good; p.max_bias = -1.0f; expect_rejected(hp, p, status::invalid_argument); }
+  {  // forcing a kernel this build does not have yet
+    auto p = good;
+    hp.poison();
+    tripwire_allocator alloc;
+    launch_options opt;
+    opt.kernel = kernel_choice::tile;
+    CHECK(flash_attention(p, alloc, nullptr, opt) == status::unsupported);
+    CHECK(alloc.calls == 0);
+    CHECK(hp.still_poisoned());
+  }
+}
