@@ -77,26 +77,40 @@ struct decode_buffers {
   turbo3::attention_params params;
 };
 
-void fill_random(void* dev, size_t bytes, std::mt19937_64& rng, turbo3::data_type t, int64_t row_values) {
+// Pseudo-random values in [-2, 2) generated on the device (a hash of the index and a seed):
+// benchmark caches are gigabytes, far too slow to produce on the host.
+__global__ void fill_uniform_kernel(float* x, size_t n, uint32_t seed) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    uint32_t h = static_cast<uint32_t>(i) * 0x9e3779b9u ^ seed ^ static_cast<uint32_t>(i >> 32) * 0x85ebca6bu;
+    h ^= h >> 16; h *= 0x7feb352du; h ^= h >> 15; h *= 0x846ca68bu; h ^= h >> 16;
+    x[i] = (h >> 8) * (4.0f / 16777216.0f) - 2.0f;
+  }
+}
+
+// Fills `rows` rows of `row_values` values of type t at dev (row stride = row size) with random data,
+// quantized on the device by write_rows for turbo3.
+void fill_random(void* dev, int64_t rows, int64_t row_values, turbo3::data_type t, uint32_t seed) {
   using namespace turbo3;
-  std::vector<uint8_t> host(bytes);
-  std::normal_distribution<float> n;
-  std::vector<float> row(static_cast<size_t>(row_values));
-  const size_t rb = row_bytes(t, row_values);
-  for (size_t off = 0; off + rb <= bytes; off += rb) {
-    for (auto& x : row) x = n(rng);
-    if (t == data_type::turbo3) {
-      ref::quantize_row(row.data(), reinterpret_cast<block_turbo3*>(host.data() + off), row_values);
-    } else if (t == data_type::f16) {
-      for (int64_t i = 0; i < row_values; ++i) {
-        const uint16_t h = fp16_from_float(row[i]);
-        std::memcpy(host.data() + off + 2 * i, &h, 2);
-      }
-    } else {
-      std::memcpy(host.data() + off, row.data(), rb);
+  const int64_t chunk_rows = std::max<int64_t>(1, (int64_t{64} << 20) / row_values);
+  float* tmp = nullptr;
+  BENCH_CHECK(hipMalloc(&tmp, static_cast<size_t>(chunk_rows * row_values) * 4));
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
+    const int64_t n = std::min(chunk_rows, rows - r0);
+    float* dst = t == data_type::f32 ? static_cast<float*>(dev) + r0 * row_values : tmp;
+    fill_uniform_kernel<<<1024, 256>>>(dst, static_cast<size_t>(n * row_values), seed + static_cast<uint32_t>(r0));
+    BENCH_CHECK(hipGetLastError());
+    if (t == data_type::f32) continue;
+    const row_source src{tmp, data_type::f32, row_values, n, static_cast<size_t>(row_values) * 4};
+    const cache_view view{static_cast<char*>(dev) + r0 * row_bytes(t, row_values), t, row_values, n,
+                          row_bytes(t, row_values)};
+    if (write_rows<int32_t>(src, nullptr, view, nullptr) != status::ok) {
+      std::fprintf(stderr, "write_rows failed\n");
+      std::exit(1);
     }
   }
-  BENCH_CHECK(hipMemcpy(dev, host.data(), bytes, hipMemcpyHostToDevice));
+  BENCH_CHECK(hipDeviceSynchronize());
+  BENCH_CHECK(hipFree(tmp));
 }
 
 void decode_benchmark(benchmark::State& state, turbo3::data_type kv, int head_dim, int depth) {
@@ -107,22 +121,21 @@ void decode_benchmark(benchmark::State& state, turbo3::data_type kv, int head_di
   const size_t set_bytes = 2 * kv_bytes;
   const int copies = static_cast<int>(std::max<size_t>(1, (4 * g_device.l2_bytes + set_bytes - 1) / set_bytes));
 
-  std::mt19937_64 rng(1234);
   std::vector<decode_buffers> sets(static_cast<size_t>(copies));
-  // One random cache is generated on the host and copied: quantizing gigabytes on the CPU per copy
-  // would dominate the run; copies differ in address, which is what defeats the L2.
+  // One random cache is generated and copied: the copies differ in address, which is what defeats
+  // the L2.
   void* k_master = nullptr;
   void* v_master = nullptr;
   BENCH_CHECK(hipMalloc(&k_master, kv_bytes));
   BENCH_CHECK(hipMalloc(&v_master, kv_bytes));
-  fill_random(k_master, kv_bytes, rng, kv, head_dim);
-  fill_random(v_master, kv_bytes, rng, kv, head_dim);
+  fill_random(k_master, static_cast<int64_t>(depth) * HKV, head_dim, kv, 1u);
+  fill_random(v_master, static_cast<int64_t>(depth) * HKV, head_dim, kv, 2u);
   for (auto& s : sets) {
     BENCH_CHECK(hipMalloc(&s.q, static_cast<size_t>(head_dim) * H * 4));
     BENCH_CHECK(hipMalloc(&s.out, static_cast<size_t>(head_dim) * H * 4));
     BENCH_CHECK(hipMalloc(&s.k, kv_bytes));
     BENCH_CHECK(hipMalloc(&s.v, kv_bytes));
-    fill_random(s.q, static_cast<size_t>(head_dim) * H * 4, rng, data_type::f32, head_dim);
+    fill_random(s.q, H, head_dim, data_type::f32, static_cast<uint32_t>(&s - sets.data()) + 3u);
     BENCH_CHECK(hipMemcpy(s.k, k_master, kv_bytes, hipMemcpyDeviceToDevice));
     BENCH_CHECK(hipMemcpy(s.v, v_master, kv_bytes, hipMemcpyDeviceToDevice));
     attention_params& p = s.params;

@@ -105,7 +105,7 @@ inline vec_plan make_vec_plan(const attention_params& p, const launch_options& o
   const int64_t base_blocks = p.n_seq() * p.n_head_kv() * plan.head_splits * plan.q_tiles;
   int splits = opt.kv_splits;
   if (splits <= 0) {
-    const int64_t target = 4 * static_cast<int64_t>(multiprocessors);  // a few waves of work-groups
+    const int64_t target = 4 * static_cast<int64_t>(multiprocessors);  // a few resident work-groups per SM
     splits = static_cast<int>((target + base_blocks - 1) / base_blocks);
   }
   splits = splits < 1 ? 1 : splits > vec_max_splits ? vec_max_splits : splits;

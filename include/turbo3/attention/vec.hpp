@@ -21,6 +21,7 @@ namespace detail {
 inline constexpr int vec_threads = 128;
 inline constexpr int vec_tile = 128;          // keys per tile: one per thread in the score phase
 inline constexpr int vec_max_splits = 256;    // the combine kernel keeps one weight per split
+inline constexpr int vec_unroll = 4;          // chunks whose loads are in flight together per thread
 
 // Query rows per work-group (GQA heads x queries), padded to a power of two.
 TURBO3_HD constexpr int vec_max_rows(int head_dim) { return head_dim >= 512 ? 8 : 16; }
@@ -31,6 +32,8 @@ struct vec_config {
   static constexpr int rows_per_thread = NR < 4 ? NR : 4;          // value-phase rows per thread
   static constexpr int row_slices = NR / rows_per_thread;
   static constexpr int key_slices = vec_threads / (chunks * row_slices);
+  static constexpr int keys_per_pass = vec_threads / chunks;       // score phase: keys read at once
+  static constexpr bool q_in_registers = NR <= 4;                  // else Q chunks come from shared memory
   static constexpr int k_scale_values = KL::values_per_scale < D ? KL::values_per_scale : D;
   static constexpr int v_scale_values = VL::values_per_scale < D ? VL::values_per_scale : D;
   static constexpr int v_scales = D / v_scale_values;
@@ -42,6 +45,7 @@ struct vec_config {
   static_assert(D % kv::chunk_values == 0, "head dim must be a multiple of 16");
   static_assert(NR >= 1 && NR <= vec_max_rows(D) && (NR & (NR - 1)) == 0, "rows per work-group");
   static_assert(vec_threads % (chunks * row_slices) == 0 && key_slices >= 1, "value-phase layout");
+  static_assert(chunks <= 32 && (chunks & (chunks - 1)) == 0, "a key's lanes must sit in one warp");
   static_assert(KL::type != data_type::turbo3 || D % block_values == 0, "turbo3 needs D % 128 == 0");
   // The natural index of the value held in decoded slot s (the inverse of VL::slot).
   TURBO3_HD static constexpr int value_of_slot(int s) {
@@ -92,6 +96,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
   __shared__ float smem[C::smem_floats];
   __shared__ float warp_part[n_warps > 0 ? n_warps : 1][NR];
   __shared__ float alpha_s[NR];
+  __shared__ float score_s[vec_tile * NR];
   float* q_s = smem;                 // [NR][D], prescaled, rotated, in the K loader's slot order
   float* w_s = smem + C::q_floats;   // [v_scales][tile][NR]: p * norm of each V block
 
@@ -120,6 +125,16 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
     q_s[r * D + c * kv::chunk_values + KL::slot(e)] = q_nat[idx];
   }
   platform::sync_threads();
+
+  // Score-phase layout: lane group of `chunks` lanes per key, one chunk per lane.
+  const int k_chunk = tid % C::chunks, k_key = tid / C::chunks;
+  float q_reg[C::q_in_registers ? NR : 1][kv::chunk_values];
+  if constexpr (C::q_in_registers) {
+    TURBO3_UNROLL
+    for (int r = 0; r < NR; ++r)
+      TURBO3_UNROLL
+      for (int e = 0; e < kv::chunk_values; ++e) q_reg[r][e] = q_s[r * D + k_chunk * kv::chunk_values + e];
+  }
 
   // ---- the key range of this split (causal: nothing past the last query's diagonal) -----------
   const int n_tiles = (a.n_kv + vec_tile - 1) / vec_tile;
@@ -155,34 +170,64 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
     const int j = j0 + tid;
     const bool key_ok = j < kv_end;
 
-    // ---- scores of key j against every row ----------------------------------------------------
-    float s[NR];
-    TURBO3_UNROLL
-    for (int r = 0; r < NR; ++r) s[r] = 0.0f;
-    if (key_ok) {
-      const char* k_row = k_head + static_cast<int64_t>(j) * a.k_nb1;
-      for (int blk = 0; blk < D / C::k_scale_values; ++blk) {
+    // ---- scores: a group of `chunks` adjacent lanes reads one key row (coalesced), each lane one
+    // 16-value chunk; partial dots scaled by the chunk's block norm are summed across the group.
+    const int n_valid = min(vec_tile, kv_end - j0);
+    for (int pass0 = 0; pass0 * C::keys_per_pass < n_valid; pass0 += vec_unroll) {
+      typename KL::raw_chunk raw[vec_unroll];
+      float sc[vec_unroll];
+      TURBO3_UNROLL
+      for (int u = 0; u < vec_unroll; ++u) {  // all loads first
+        const int jj = (pass0 + u) * C::keys_per_pass + k_key;
+        sc[u] = 0.0f;
+        if (jj < n_valid) {
+          const char* k_row = k_head + static_cast<int64_t>(j0 + jj) * a.k_nb1;
+          raw[u] = KL::load_raw(k_row, k_chunk);
+          sc[u] = KL::scale(k_row, k_chunk * kv::chunk_values / C::k_scale_values);
+        }
+      }
+      TURBO3_UNROLL
+      for (int u = 0; u < vec_unroll; ++u) {
+        const int jj = (pass0 + u) * C::keys_per_pass + k_key;
+        const bool ok = jj < n_valid;
         float part[NR];
         TURBO3_UNROLL
         for (int r = 0; r < NR; ++r) part[r] = 0.0f;
-        for (int c = blk * (C::k_scale_values / kv::chunk_values); c < (blk + 1) * (C::k_scale_values / kv::chunk_values); ++c) {
+        if (ok) {
           float x[kv::chunk_values];
-          KL::load_chunk(k_row, c, a.lut, x);
+          KL::decode(raw[u], a.lut, x);
           TURBO3_UNROLL
           for (int r = 0; r < NR; ++r) {
-            const float4* q4 = reinterpret_cast<const float4*>(q_s + r * D + c * kv::chunk_values);
-            TURBO3_UNROLL
-            for (int e4 = 0; e4 < kv::chunk_values / 4; ++e4) {
-              const float4 q = q4[e4];
-              part[r] += q.x * x[4 * e4] + q.y * x[4 * e4 + 1] + q.z * x[4 * e4 + 2] + q.w * x[4 * e4 + 3];
+            float dot = 0.0f;
+            if constexpr (C::q_in_registers) {
+              TURBO3_UNROLL
+              for (int e = 0; e < kv::chunk_values; ++e) dot += q_reg[r][e] * x[e];
+            } else {
+              const float4* q4 = reinterpret_cast<const float4*>(q_s + r * D + k_chunk * kv::chunk_values);
+              TURBO3_UNROLL
+              for (int e4 = 0; e4 < kv::chunk_values / 4; ++e4) {
+                const float4 q = q4[e4];
+                dot += q.x * x[4 * e4] + q.y * x[4 * e4 + 1] + q.z * x[4 * e4 + 2] + q.w * x[4 * e4 + 3];
+              }
             }
+            part[r] = dot * sc[u];
           }
         }
-        const float sc = KL::scale(k_row, blk);
         TURBO3_UNROLL
-        for (int r = 0; r < NR; ++r) s[r] += sc * part[r];
+        for (int r = 0; r < NR; ++r) {
+          TURBO3_UNROLL
+          for (int o = 1; o < C::chunks; o *= 2) part[r] += platform::shfl_xor(part[r], o);
+        }
+        if (k_chunk == 0 && ok) {
+          TURBO3_UNROLL
+          for (int r = 0; r < NR; ++r) score_s[jj * NR + r] = part[r];
+        }
       }
     }
+    platform::sync_threads();
+    float s[NR];
+    TURBO3_UNROLL
+    for (int r = 0; r < NR; ++r) s[r] = key_ok ? score_s[tid * NR + r] : 0.0f;
     TURBO3_UNROLL
     for (int r = 0; r < NR; ++r) {
       const vec_row row = vec_row_of(a, r, kv_head, head_split, q_tile, heads_per_block);
@@ -234,16 +279,26 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
       TURBO3_UNROLL
       for (int e = 0; e < kv::chunk_values; ++e) acc[r][e] *= alpha;
     }
-    const int n_valid = min(vec_tile, kv_end - j0);
-    for (int jj = v_keys0; jj < n_valid; jj += C::key_slices) {
-      float x[kv::chunk_values];
-      VL::load_chunk(v_head + static_cast<int64_t>(j0 + jj) * a.v_nb1, v_chunk, a.lut, x);
-      const float* w = w_s + (v_scale_index * vec_tile + jj) * NR + v_row0;
+    for (int jj0 = v_keys0; jj0 < n_valid; jj0 += vec_unroll * C::key_slices) {
+      typename VL::raw_chunk raw[vec_unroll];
       TURBO3_UNROLL
-      for (int r = 0; r < C::rows_per_thread; ++r) {
-        const float wr = w[r];
+      for (int u = 0; u < vec_unroll; ++u) {  // all loads first
+        const int jj = jj0 + u * C::key_slices;
+        if (jj < n_valid) raw[u] = VL::load_raw(v_head + static_cast<int64_t>(j0 + jj) * a.v_nb1, v_chunk);
+      }
+      TURBO3_UNROLL
+      for (int u = 0; u < vec_unroll; ++u) {
+        const int jj = jj0 + u * C::key_slices;
+        if (jj >= n_valid) break;
+        float x[kv::chunk_values];
+        VL::decode(raw[u], a.lut, x);
+        const float* w = w_s + (v_scale_index * vec_tile + jj) * NR + v_row0;
         TURBO3_UNROLL
-        for (int e = 0; e < kv::chunk_values; ++e) acc[r][e] += wr * x[e];
+        for (int r = 0; r < C::rows_per_thread; ++r) {
+          const float wr = w[r];
+          TURBO3_UNROLL
+          for (int e = 0; e < kv::chunk_values; ++e) acc[r][e] += wr * x[e];
+        }
       }
     }
     platform::sync_threads();  // w_s, warp_part and alpha_s are rewritten by the next tile

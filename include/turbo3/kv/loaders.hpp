@@ -49,13 +49,22 @@ struct turbo3_loader {
     return platform::half_bits_to_float(reinterpret_cast<const uint16_t*>(row + block * block_bytes)[0]);
   }
 
-  TURBO3_DEVICE TURBO3_FORCEINLINE static void load_chunk(const char* row, int c, const turbo3_lut& lut,
-                                                         float out[chunk_values]) {
+  // The packed bits of one chunk: loads are issued for several chunks before any is decoded, so
+  // enough bytes are in flight to cover memory latency.
+  struct raw_chunk {
+    uint32_t qs;
+    uint32_t signs;
+  };
+
+  TURBO3_DEVICE TURBO3_FORCEINLINE static raw_chunk load_raw(const char* row, int c) {
     const uint16_t* b = reinterpret_cast<const uint16_t*>(row + (c >> 3) * block_bytes);
     const int q = c & 7;
-    const uint32_t qs = static_cast<uint32_t>(b[1 + 2 * q]) | (static_cast<uint32_t>(b[2 + 2 * q]) << 16);
-    const uint32_t signs = b[17 + q];
-    decode16(qs, signs, lut, out);
+    return {static_cast<uint32_t>(b[1 + 2 * q]) | (static_cast<uint32_t>(b[2 + 2 * q]) << 16), b[17 + q]};
+  }
+
+  TURBO3_DEVICE TURBO3_FORCEINLINE static void decode(const raw_chunk& raw, const turbo3_lut& lut,
+                                                     float out[chunk_values]) {
+    decode16(raw.qs, raw.signs, lut, out);
   }
 
   // 16 values from their packed low bits (value e at bits 2e..2e+1) and high bits (bit e): the
@@ -90,12 +99,18 @@ struct f16_loader {
 
   TURBO3_DEVICE TURBO3_FORCEINLINE static float scale(const char*, int) { return 1.0f; }
 
+  struct raw_chunk {
+    uint4 lo, hi;
+  };
+
   // Rows are 16-byte aligned (the launcher checks): two 16-byte loads per chunk.
-  TURBO3_DEVICE TURBO3_FORCEINLINE static void load_chunk(const char* row, int c, const turbo3_lut&,
-                                                         float out[chunk_values]) {
+  TURBO3_DEVICE TURBO3_FORCEINLINE static raw_chunk load_raw(const char* row, int c) {
     const uint4* p = reinterpret_cast<const uint4*>(row) + 2 * c;
-    const uint4 a = p[0], b = p[1];
-    const uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    return {p[0], p[1]};
+  }
+
+  TURBO3_DEVICE TURBO3_FORCEINLINE static void decode(const raw_chunk& raw, const turbo3_lut&, float out[chunk_values]) {
+    const uint32_t w[8] = {raw.lo.x, raw.lo.y, raw.lo.z, raw.lo.w, raw.hi.x, raw.hi.y, raw.hi.z, raw.hi.w};
     TURBO3_UNROLL
     for (int i = 0; i < 8; ++i) platform::half2_bits_to_float2(w[i], out[2 * i], out[2 * i + 1]);
   }
