@@ -113,7 +113,7 @@ void fill_random(void* dev, int64_t rows, int64_t row_values, turbo3::data_type 
   BENCH_CHECK(hipFree(tmp));
 }
 
-void decode_benchmark(benchmark::State& state, turbo3::data_type kv, int head_dim, int depth) {
+void decode_benchmark(benchmark::State& state, turbo3::data_type kv, int head_dim, int depth, bool matrix) {
   using namespace turbo3;
   const int H = g_config.n_head, HKV = g_config.n_head_kv;
   const size_t kv_row = row_bytes(kv, head_dim);
@@ -158,7 +158,9 @@ void decode_benchmark(benchmark::State& state, turbo3::data_type kv, int head_di
 
   hipStream_t stream;
   BENCH_CHECK(hipStreamCreateWithFlags(&stream, hipStreamNonBlocking));
-  const size_t ws = workspace_bytes(sets[0].params);
+  launch_options opt;
+  opt.matrix_cores = matrix;
+  const size_t ws = workspace_bytes(sets[0].params, opt);
   void* ws_mem = nullptr;
   BENCH_CHECK(hipMalloc(&ws_mem, arena_allocator::footprint(ws) + 256));
   arena_allocator arena(ws_mem, arena_allocator::footprint(ws) + 256);
@@ -166,7 +168,7 @@ void decode_benchmark(benchmark::State& state, turbo3::data_type kv, int head_di
   // Eager run of every set, checked for NaN/Inf.
   for (auto& s : sets) {
     arena.reset();
-    if (flash_attention(s.params, arena, stream) != status::ok) {
+    if (flash_attention(s.params, arena, stream, opt) != status::ok) {
       state.SkipWithError("flash_attention failed");
       return;
     }
@@ -188,7 +190,7 @@ void decode_benchmark(benchmark::State& state, turbo3::data_type kv, int head_di
     hipGraphExec_t e;
     arena.reset();
     BENCH_CHECK(hipStreamBeginCapture(stream, hipStreamCaptureModeGlobal));
-    const status st = flash_attention(s.params, arena, stream);
+    const status st = flash_attention(s.params, arena, stream, opt);
     BENCH_CHECK(hipStreamEndCapture(stream, &g));
     if (st != status::ok) {
       state.SkipWithError("capture failed");
@@ -271,10 +273,14 @@ int main(int argc, char** argv) {
   (void)turbo3::init(0);
   for (int d : g_config.head_dims)
     for (int depth : g_config.depths)
+      for (bool matrix : {false, true})
       for (turbo3::data_type kv : {turbo3::data_type::f16, turbo3::data_type::turbo3}) {
-        const std::string name = std::string("decode/vec/") + turbo3::to_string(kv) + "/d" + std::to_string(d) +
-                                 "/depth" + std::to_string(depth);
-        benchmark::RegisterBenchmark(name.c_str(), [kv, d, depth](benchmark::State& s) { decode_benchmark(s, kv, d, depth); })
+        // vec: the default decode kernel (FMA); vec-mma: the matrix-instruction variant (opt-in).
+        const std::string name = std::string(matrix ? "decode/vec-mma/" : "decode/vec/") + turbo3::to_string(kv) +
+                                 "/d" + std::to_string(d) + "/depth" + std::to_string(depth);
+        benchmark::RegisterBenchmark(name.c_str(), [kv, d, depth, matrix](benchmark::State& s) {
+          decode_benchmark(s, kv, d, depth, matrix);
+        })
             ->UseManualTime()
             ->Unit(benchmark::kMicrosecond)
             ->MinWarmUpTime(0.05)

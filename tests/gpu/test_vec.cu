@@ -151,6 +151,29 @@ TEST_CASE("VEC: D=512 and D=64, GQA up to 16, two sequences", "[vec]") {
   run_vec_case(c, rng, three_splits);
 }
 
+TEST_CASE("VEC: the matrix-instruction kernel (opt-in) on every K/V pair", "[vec]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x5ca1);
+  launch_options matrix;
+  matrix.matrix_cores = true;
+  for (int d : {128, 256})
+    for (data_type kt : kv_types)
+      for (data_type vt : kv_types) {
+        attention_case c;
+        c.head_dim = d;
+        c.n_head = 16;
+        c.n_head_kv = 8;
+        c.n_kv = 1500;
+        c.k_type = kt;
+        c.v_type = vt;
+        c.mask = true;
+        c.sinks = true;
+        run_vec_case(c, rng, matrix);
+        c.n_q = 2;  // two queries x 4 heads = the matrix kernel's 8 rows
+        c.n_head = 32;
+        run_vec_case(c, rng, matrix);
+      }
+}
+
 TEST_CASE("VEC: odd lengths", "[vec]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x0dd);
   for (int n_kv : {1, 3, 9, 27, 81, 129, 257, 1000}) {

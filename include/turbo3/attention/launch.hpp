@@ -10,6 +10,7 @@
 #include "turbo3/attention/params.hpp"
 #include "turbo3/attention/validate.hpp"
 #include "turbo3/attention/vec.hpp"
+#include "turbo3/attention/vec_mma.hpp"
 #include "turbo3/memory.hpp"
 #include "turbo3/status.hpp"
 
@@ -27,6 +28,9 @@ enum class kernel_choice {
 struct launch_options {
   kernel_choice kernel = kernel_choice::automatic;
   int kv_splits = 0;  // VEC split-KV count; 0 chooses from the device's multiprocessor count
+  // VEC on matrix instructions (NVIDIA mma) where the target has them. Off by default: on an H200
+  // it is faster for f16 K/V only at long contexts and slower for turbo3 (bench/RESULTS.md).
+  bool matrix_cores = false;
 };
 
 namespace detail {
@@ -59,6 +63,7 @@ inline int current_multiprocessor_count() {
 // How a VEC call is laid out: rows per work-group, queries per work-group, head and KV splits.
 struct vec_plan {
   int head_dim = 0;
+  bool matrix = false;   // the matrix-instruction VEC kernel
   int rows = 0;          // NR: padded rows per work-group
   int ncols = 1;
   int head_splits = 1;
@@ -100,6 +105,9 @@ inline vec_plan make_vec_plan(const attention_params& p, const launch_options& o
   const int heads_per_block = gqa / plan.head_splits;
   plan.ncols = (p.n_q() >= 2 && 2 * heads_per_block <= max_rows) ? 2 : 1;
   plan.rows = next_pow2(heads_per_block * plan.ncols);
+  plan.matrix = opt.matrix_cores && platform::has_mma_m16n8k16 && vec_mma_head_dim(plan.head_dim) &&
+                plan.rows <= vec_mma_rows;
+  if (plan.matrix) plan.rows = vec_mma_rows;
   plan.q_tiles = static_cast<int>((p.n_q() + plan.ncols - 1) / plan.ncols);
   const int n_tiles = static_cast<int>((p.n_kv() + vec_tile - 1) / vec_tile);
   const int64_t base_blocks = p.n_seq() * p.n_head_kv() * plan.head_splits * plan.q_tiles;
@@ -172,10 +180,27 @@ void launch_vec_rows(const attention_args& a, const vec_plan& plan, hipStream_t 
   }
 }
 
+template <int D, class KL, class VL>
+void launch_vec_mma(const attention_args& a, const vec_plan& plan, hipStream_t stream) {
+  if constexpr (vec_mma_head_dim(D)) {
+    const dim3 grid(static_cast<unsigned>(plan.n_splits), static_cast<unsigned>(a.n_head_kv * plan.head_splits),
+                    static_cast<unsigned>(a.n_seq * plan.q_tiles));
+    vec_mma_kernel<D, KL, VL><<<grid, vec_threads, 0, stream>>>(a, plan.head_splits);
+  }
+}
+
 template <int D>
 void launch_vec_types(const attention_args& a, const vec_plan& plan, data_type k, data_type v, hipStream_t stream) {
   using T3 = kv::turbo3_loader;
   using F16 = kv::f16_loader;
+  if (platform::has_mma_m16n8k16 && plan.matrix) {
+    if constexpr (vec_mma_head_dim(D)) {
+      if (k == data_type::turbo3 && v == data_type::turbo3) return launch_vec_mma<D, T3, T3>(a, plan, stream);
+      if (k == data_type::turbo3) return launch_vec_mma<D, T3, F16>(a, plan, stream);
+      if (v == data_type::turbo3) return launch_vec_mma<D, F16, T3>(a, plan, stream);
+      return launch_vec_mma<D, F16, F16>(a, plan, stream);
+    }
+  }
   if constexpr (D % block_values == 0) {
     if (k == data_type::turbo3 && v == data_type::turbo3) return launch_vec_rows<D, T3, T3>(a, plan, stream);
     if (k == data_type::turbo3) return launch_vec_rows<D, T3, F16>(a, plan, stream);

@@ -89,6 +89,154 @@ TURBO3_DEVICE TURBO3_FORCEINLINE size_t vec_partial_row(const attention_args& a,
   return (base * NR + r) * static_cast<size_t>(D + 2);
 }
 
+// Where a VEC work-group sits: KV head, head split, sequence, query tile, split and key range.
+struct vec_context {
+  int kv_block, kv_head, head_split, heads_per_block, seq, q_tile, split;
+  int tile_begin, tile_end, kv_end;
+  int active_rows;  // rows that hold a query (the rest pad the row count to a power of two)
+  const char* k_head;
+  const char* v_head;
+};
+
+TURBO3_DEVICE TURBO3_FORCEINLINE vec_context make_vec_context(const attention_args& a, int head_splits) {
+  vec_context x;
+  x.split = static_cast<int>(blockIdx.x);
+  x.kv_block = static_cast<int>(blockIdx.y);  // kv head x head split
+  x.kv_head = x.kv_block / head_splits;
+  x.head_split = x.kv_block % head_splits;
+  x.heads_per_block = a.gqa / head_splits;
+  x.seq = static_cast<int>(blockIdx.z) / a.q_tiles;
+  x.q_tile = static_cast<int>(blockIdx.z) % a.q_tiles;
+  const int n_tiles = (a.n_kv + vec_tile - 1) / vec_tile;
+  x.tile_begin = x.split * a.tiles_per_split;
+  x.tile_end = min(n_tiles, x.tile_begin + a.tiles_per_split);
+  x.kv_end = a.n_kv;
+  if (a.causal) {  // nothing past the last query's diagonal
+    const int last_query = min(a.n_q - 1, x.q_tile * a.ncols + a.ncols - 1);
+    x.kv_end = max(0, min(a.n_kv, last_query + a.n_kv - a.n_q + 1));
+  }
+  x.active_rows = x.heads_per_block * a.ncols;
+  x.k_head = a.k + x.kv_head * a.k_nb2 + x.seq * a.k_nb3;
+  x.v_head = a.v + x.kv_head * a.v_nb2 + x.seq * a.v_nb3;
+  return x;
+}
+
+// Q rows of the work-group into q_s [NR][D]: prescaled, rotated when K is turbo3 and the library
+// rotates, permuted into the K loader's slot order. q_nat is NR * D floats of scratch.
+template <int D, class KL, int NR>
+TURBO3_DEVICE void load_queries(const attention_args& a, const vec_context& x, float* q_s, float* q_nat, int tid) {
+  for (int idx = tid; idx < NR * D; idx += vec_threads) {
+    const int r = idx / D, d = idx % D;
+    const vec_row row = vec_row_of(a, r, x.kv_head, x.head_split, x.q_tile, x.heads_per_block);
+    float v = 0.0f;
+    if (row.query >= 0)
+      v = load_q_value(a, a.q + row.query * a.q_nb1 + row.head * a.q_nb2 + x.seq * a.q_nb3, d) * a.q_prescale;
+    q_nat[idx] = v;
+  }
+  platform::sync_threads();
+  if (KL::type == data_type::turbo3 && a.rotate_q) rotate_groups_shared<false>(q_nat, NR * D / block_values, tid, vec_threads);
+  for (int idx = tid; idx < NR * D; idx += vec_threads) {
+    const int r = idx / D, d = idx % D, c = d / kv::chunk_values, e = d % kv::chunk_values;
+    q_s[r * D + c * kv::chunk_values + KL::slot(e)] = q_nat[idx];
+  }
+  platform::sync_threads();
+}
+
+// Online softmax over one tile. Thread tid owns key j0 + tid: it reads its raw scores from
+// score_s [tile][NR], applies softcap, mask, ALiBi and the causal window, updates the running max
+// and sum of every row, and writes p * norm of each V block to w_s [V_SCALES][tile][NR] and the
+// rows' rescale factors to alpha_s. The caller synchronizes before reading w_s.
+template <int NR, int V_SCALES, class VL>
+TURBO3_DEVICE void softmax_tile(const attention_args& a, const vec_context& x, int j0, const float* score_s,
+                                float (*warp_part)[NR], float* alpha_s, float* w_s, float m_run[NR], float l_run[NR],
+                                int tid) {
+  constexpr int n_warps = vec_threads / platform::warp_size;
+  const int warp = tid / platform::warp_size, lane = tid % platform::warp_size;
+  const int j = j0 + tid;
+  const bool key_ok = j < x.kv_end;
+  float s[NR];
+  TURBO3_UNROLL
+  for (int r = 0; r < NR; ++r) {
+    const vec_row row = vec_row_of(a, r, x.kv_head, x.head_split, x.q_tile, x.heads_per_block);
+    float v = key_ok ? score_s[tid * NR + r] : 0.0f;
+    if (a.softcap_post != 0.0f) v = a.softcap_post * platform::tanh_fast(v);
+    bool visible = key_ok && row.query >= 0 && (!a.causal || j <= row.query + a.n_kv - a.n_q);
+    if (visible && a.mask) {
+      const platform::half* m = reinterpret_cast<const platform::half*>(
+          a.mask + row.query * a.mask_nb1 + (row.head % a.mask_ne2) * a.mask_nb2 + (x.seq % a.mask_ne3) * a.mask_nb3);
+      const float mv = platform::half_to_float(m[j]);
+      if (mv == -INFINITY) visible = false;
+      else v += exp2f(alibi_slope_log2(a.max_bias, row.head, a.n_head)) * log2e * mv;
+    }
+    s[r] = visible ? v : -INFINITY;
+  }
+  TURBO3_UNROLL
+  for (int r = 0; r < NR; ++r) {
+    if (r >= x.active_rows) break;  // uniform over the work-group
+    const float mx = warp_max(s[r]);
+    if (lane == 0) warp_part[warp][r] = mx;
+  }
+  platform::sync_threads();
+  float p[NR];
+  TURBO3_UNROLL
+  for (int r = 0; r < NR; ++r) {
+    if (r >= x.active_rows) {
+      p[r] = 0.0f;
+      if (tid == 0) alpha_s[r] = 1.0f;
+      continue;
+    }
+    float mx = warp_part[0][r];
+    for (int w = 1; w < n_warps; ++w) mx = fmaxf(mx, warp_part[w][r]);
+    const float m_new = fmaxf(m_run[r], mx);
+    const float alpha = m_new == -INFINITY ? 1.0f : platform::exp2_fast(m_run[r] - m_new);
+    p[r] = s[r] == -INFINITY ? 0.0f : platform::exp2_fast(s[r] - m_new);
+    l_run[r] = l_run[r] * alpha + p[r];
+    m_run[r] = m_new;
+    if (tid == 0) alpha_s[r] = alpha;
+  }
+  const char* v_row = x.v_head + static_cast<int64_t>(j) * a.v_nb1;
+  TURBO3_UNROLL
+  for (int b = 0; b < V_SCALES; ++b) {
+    const float sc = key_ok ? VL::scale(v_row, b) : 0.0f;
+    TURBO3_UNROLL
+    for (int r = 0; r < NR; ++r) w_s[(b * vec_tile + tid) * NR + r] = p[r] * sc;
+  }
+}
+
+// The split's partial result: red [KEY_SLICES][NR][D] holds the unnormalized rows of each key
+// slice (natural dimension order); they are summed and stored with the rows' max and sum.
+// warp_part is reused for the sums, so the caller must not need it any more.
+template <int D, int NR, int KEY_SLICES>
+TURBO3_DEVICE void write_partial(const attention_args& a, const vec_context& x, const float* red,
+                                 float (*warp_part)[NR], const float m_run[NR], const float l_run[NR],
+                                 int head_splits, int tid) {
+  constexpr int n_warps = vec_threads / platform::warp_size;
+  const int warp = tid / platform::warp_size, lane = tid % platform::warp_size;
+  TURBO3_UNROLL
+  for (int r = 0; r < NR; ++r) {
+    const float sum = warp_sum(l_run[r]);
+    if (lane == 0) warp_part[warp][r] = sum;
+  }
+  platform::sync_threads();
+  const int blocks_per_seq = a.n_head_kv * head_splits;
+  for (int idx = tid; idx < NR * D; idx += vec_threads) {
+    const int r = idx / D, d = idx % D;
+    float v = 0.0f;
+    for (int ks = 0; ks < KEY_SLICES; ++ks) v += red[(ks * NR + r) * D + d];
+    a.partial[vec_partial_row(a, x.seq, x.kv_block, x.q_tile, x.split, blocks_per_seq, NR, r, D) + d] = v;
+  }
+  if (tid < NR) {
+    float sum = 0.0f;
+    for (int w = 0; w < n_warps; ++w) sum += warp_part[w][tid];
+    float m = -INFINITY;
+    TURBO3_UNROLL
+    for (int r = 0; r < NR; ++r) m = r == tid ? m_run[r] : m;
+    float* tail = a.partial + vec_partial_row(a, x.seq, x.kv_block, x.q_tile, x.split, blocks_per_seq, NR, tid, D) + D;
+    tail[0] = m;
+    tail[1] = sum;
+  }
+}
+
 template <int D, class KL, class VL, int NR>
 TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a, int head_splits) {
   using C = vec_config<D, KL, VL, NR>;
@@ -101,30 +249,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
   float* w_s = smem + C::q_floats;   // [v_scales][tile][NR]: p * norm of each V block
 
   const int tid = static_cast<int>(threadIdx.x);
-  const int warp = tid / platform::warp_size, lane = tid % platform::warp_size;
-  const int split = static_cast<int>(blockIdx.x);
-  const int kv_block = static_cast<int>(blockIdx.y);  // kv head x head split
-  const int kv_head = kv_block / head_splits, head_split = kv_block % head_splits;
-  const int heads_per_block = a.gqa / head_splits;
-  const int seq = static_cast<int>(blockIdx.z) / a.q_tiles, q_tile = static_cast<int>(blockIdx.z) % a.q_tiles;
-
-  // ---- Q: load, prescale, rotate, permute into slot order -------------------------------------
-  float* q_nat = smem + C::q_floats;
-  for (int idx = tid; idx < NR * D; idx += vec_threads) {
-    const int r = idx / D, d = idx % D;
-    const vec_row row = vec_row_of(a, r, kv_head, head_split, q_tile, heads_per_block);
-    float x = 0.0f;
-    if (row.query >= 0)
-      x = load_q_value(a, a.q + row.query * a.q_nb1 + row.head * a.q_nb2 + seq * a.q_nb3, d) * a.q_prescale;
-    q_nat[idx] = x;
-  }
-  platform::sync_threads();
-  if (KL::type == data_type::turbo3 && a.rotate_q) rotate_groups_shared<false>(q_nat, NR * D / block_values, tid, vec_threads);
-  for (int idx = tid; idx < NR * D; idx += vec_threads) {
-    const int r = idx / D, d = idx % D, c = d / kv::chunk_values, e = d % kv::chunk_values;
-    q_s[r * D + c * kv::chunk_values + KL::slot(e)] = q_nat[idx];
-  }
-  platform::sync_threads();
+  const vec_context x = make_vec_context(a, head_splits);
+  load_queries<D, KL, NR>(a, x, q_s, smem + C::q_floats, tid);
 
   // Score-phase layout: lane group of `chunks` lanes per key, one chunk per lane.
   const int k_chunk = tid % C::chunks, k_key = tid / C::chunks;
@@ -134,16 +260,6 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
     for (int r = 0; r < NR; ++r)
       TURBO3_UNROLL
       for (int e = 0; e < kv::chunk_values; ++e) q_reg[r][e] = q_s[r * D + k_chunk * kv::chunk_values + e];
-  }
-
-  // ---- the key range of this split (causal: nothing past the last query's diagonal) -----------
-  const int n_tiles = (a.n_kv + vec_tile - 1) / vec_tile;
-  const int tile_begin = split * a.tiles_per_split;
-  const int tile_end = min(n_tiles, tile_begin + a.tiles_per_split);
-  int kv_end = a.n_kv;
-  if (a.causal) {
-    const int last_query = min(a.n_q - 1, q_tile * a.ncols + a.ncols - 1);
-    kv_end = max(0, min(a.n_kv, last_query + a.n_kv - a.n_q + 1));
   }
 
   float m_run[NR], l_run[NR];
@@ -161,18 +277,13 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
     TURBO3_UNROLL
     for (int e = 0; e < kv::chunk_values; ++e) acc[r][e] = 0.0f;
 
-  const char* k_head = a.k + kv_head * a.k_nb2 + seq * a.k_nb3;
-  const char* v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
-
-  for (int tile = tile_begin; tile < tile_end; ++tile) {
+  for (int tile = x.tile_begin; tile < x.tile_end; ++tile) {
     const int j0 = tile * vec_tile;
-    if (j0 >= kv_end) break;
-    const int j = j0 + tid;
-    const bool key_ok = j < kv_end;
+    if (j0 >= x.kv_end) break;
 
     // ---- scores: a group of `chunks` adjacent lanes reads one key row (coalesced), each lane one
     // 16-value chunk; partial dots scaled by the chunk's block norm are summed across the group.
-    const int n_valid = min(vec_tile, kv_end - j0);
+    const int n_valid = min(vec_tile, x.kv_end - j0);
     for (int pass0 = 0; pass0 * C::keys_per_pass < n_valid; pass0 += vec_unroll) {
       typename KL::raw_chunk raw[vec_unroll];
       float sc[vec_unroll];
@@ -181,7 +292,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
         const int jj = (pass0 + u) * C::keys_per_pass + k_key;
         sc[u] = 0.0f;
         if (jj < n_valid) {
-          const char* k_row = k_head + static_cast<int64_t>(j0 + jj) * a.k_nb1;
+          const char* k_row = x.k_head + static_cast<int64_t>(j0 + jj) * a.k_nb1;
           raw[u] = KL::load_raw(k_row, k_chunk);
           sc[u] = KL::scale(k_row, k_chunk * kv::chunk_values / C::k_scale_values);
         }
@@ -225,51 +336,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
       }
     }
     platform::sync_threads();
-    float s[NR];
-    TURBO3_UNROLL
-    for (int r = 0; r < NR; ++r) s[r] = key_ok ? score_s[tid * NR + r] : 0.0f;
-    TURBO3_UNROLL
-    for (int r = 0; r < NR; ++r) {
-      const vec_row row = vec_row_of(a, r, kv_head, head_split, q_tile, heads_per_block);
-      float x = s[r];
-      if (a.softcap_post != 0.0f) x = a.softcap_post * platform::tanh_fast(x);
-      bool visible = key_ok && row.query >= 0 && (!a.causal || j <= row.query + a.n_kv - a.n_q);
-      if (visible && a.mask) {
-        const platform::half* m = reinterpret_cast<const platform::half*>(
-            a.mask + row.query * a.mask_nb1 + (row.head % a.mask_ne2) * a.mask_nb2 + (seq % a.mask_ne3) * a.mask_nb3);
-        const float mv = platform::half_to_float(m[j]);
-        if (mv == -INFINITY) visible = false;
-        else x += exp2f(alibi_slope_log2(a.max_bias, row.head, a.n_head)) * log2e * mv;
-      }
-      s[r] = visible ? x : -INFINITY;
-    }
-
-    // ---- online softmax: tile maximum per row, weights p, running sums ----------------------
-    TURBO3_UNROLL
-    for (int r = 0; r < NR; ++r) {
-      const float mx = warp_max(s[r]);
-      if (lane == 0) warp_part[warp][r] = mx;
-    }
-    platform::sync_threads();
-    float p[NR];
-    TURBO3_UNROLL
-    for (int r = 0; r < NR; ++r) {
-      float mx = warp_part[0][r];
-      for (int w = 1; w < n_warps; ++w) mx = fmaxf(mx, warp_part[w][r]);
-      const float m_new = fmaxf(m_run[r], mx);
-      const float alpha = m_new == -INFINITY ? 1.0f : platform::exp2_fast(m_run[r] - m_new);
-      p[r] = s[r] == -INFINITY ? 0.0f : platform::exp2_fast(s[r] - m_new);
-      l_run[r] = l_run[r] * alpha + p[r];
-      m_run[r] = m_new;
-      if (tid == 0) alpha_s[r] = alpha;
-    }
-    const char* v_row_own = v_head + static_cast<int64_t>(j) * a.v_nb1;
-    TURBO3_UNROLL
-    for (int b = 0; b < C::v_scales; ++b) {
-      const float sc = key_ok ? VL::scale(v_row_own, b) : 0.0f;
-      TURBO3_UNROLL
-      for (int r = 0; r < NR; ++r) w_s[(b * vec_tile + tid) * NR + r] = p[r] * sc;
-    }
+    softmax_tile<NR, C::v_scales, VL>(a, x, j0, score_s, warp_part, alpha_s, w_s, m_run, l_run, tid);
     platform::sync_threads();
 
     // ---- values: acc = acc * alpha + sum_j w_j * C[i_j] ----------------------------------------
@@ -284,7 +351,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
       TURBO3_UNROLL
       for (int u = 0; u < vec_unroll; ++u) {  // all loads first
         const int jj = jj0 + u * C::key_slices;
-        if (jj < n_valid) raw[u] = VL::load_raw(v_head + static_cast<int64_t>(j0 + jj) * a.v_nb1, v_chunk);
+        if (jj < n_valid) raw[u] = VL::load_raw(x.v_head + static_cast<int64_t>(j0 + jj) * a.v_nb1, v_chunk);
       }
       TURBO3_UNROLL
       for (int u = 0; u < vec_unroll; ++u) {
@@ -304,47 +371,31 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
     platform::sync_threads();  // w_s, warp_part and alpha_s are rewritten by the next tile
   }
 
-  // ---- partial result of this split: unnormalized rows (natural order), max and sum --------
-  TURBO3_UNROLL
-  for (int r = 0; r < NR; ++r) {
-    const float sum = warp_sum(l_run[r]);
-    if (lane == 0) warp_part[warp][r] = sum;
-  }
+  // ---- partial result of this split --------------------------------------------------------
   float* red = smem;  // [key_slices][NR][D]
   TURBO3_UNROLL
   for (int r = 0; r < C::rows_per_thread; ++r)
     TURBO3_UNROLL
     for (int e = 0; e < kv::chunk_values; ++e)
       red[(v_keys0 * NR + v_row0 + r) * D + v_chunk * kv::chunk_values + C::value_of_slot(e)] = acc[r][e];
-  platform::sync_threads();
-  const int blocks_per_seq = a.n_head_kv * head_splits;
-  for (int idx = tid; idx < NR * D; idx += vec_threads) {
-    const int r = idx / D, d = idx % D;
-    float v = 0.0f;
-    for (int ks = 0; ks < C::key_slices; ++ks) v += red[(ks * NR + r) * D + d];
-    a.partial[vec_partial_row(a, seq, kv_block, q_tile, split, blocks_per_seq, NR, r, D) + d] = v;
-  }
-  if (tid < NR) {
-    float sum = 0.0f;
-    for (int w = 0; w < n_warps; ++w) sum += warp_part[w][tid];
-    float m = -INFINITY;
-    TURBO3_UNROLL
-    for (int r = 0; r < NR; ++r) m = r == tid ? m_run[r] : m;
-    float* tail = a.partial + vec_partial_row(a, seq, kv_block, q_tile, split, blocks_per_seq, NR, tid, D) + D;
-    tail[0] = m;
-    tail[1] = sum;
-  }
+  write_partial<D, NR, C::key_slices>(a, x, red, warp_part, m_run, l_run, head_splits, tid);
 }
 
 // One work-group per output row (query, head, seq): merge the splits, add the sink, normalize,
-// un-rotate, convert and store.
+// un-rotate, convert and store. Splits are spread over the threads (max, weights) and over the
+// warps (the weighted sum, lanes along dimensions), so no thread walks them serially.
 template <int D>
 TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_combine_kernel(attention_args a, int head_splits, int NR,
                                                                          bool unrotate) {
+  constexpr int n_warps = vec_threads / platform::warp_size;
+  constexpr int dims_per_lane = (D + platform::warp_size - 1) / platform::warp_size;
   __shared__ float row_s[D];
   __shared__ float split_w[vec_max_splits];
-  __shared__ float inv_sum;
+  __shared__ float warp_red[n_warps][D];
+  __shared__ float warp_scalar[n_warps];
+  __shared__ float max_s, inv_sum_s;
   const int tid = static_cast<int>(threadIdx.x);
+  const int warp = tid / platform::warp_size, lane = tid % platform::warp_size;
   const int i = static_cast<int>(blockIdx.x), h = static_cast<int>(blockIdx.y), seq = static_cast<int>(blockIdx.z);
   const int kv_head = h / a.gqa, g = h % a.gqa;
   const int heads_per_block = a.gqa / head_splits;
@@ -354,26 +405,59 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_combine_kernel(attentio
   auto row_at = [&](int split) {
     return a.partial + vec_partial_row(a, seq, kv_block, q_tile, split, blocks_per_seq, NR, r, D);
   };
+  const float sink = a.sinks ? a.sinks[h] * log2e : -INFINITY;
+
+  float m = -INFINITY;
+  for (int s = tid; s < a.n_splits; s += vec_threads) m = fmaxf(m, row_at(s)[D]);
+  m = warp_max(m);
+  if (lane == 0) warp_scalar[warp] = m;
+  platform::sync_threads();
   if (tid == 0) {
-    float m = -INFINITY;
-    for (int s = 0; s < a.n_splits; ++s) m = fmaxf(m, row_at(s)[D]);
-    const float sink = a.sinks ? a.sinks[h] * log2e : -INFINITY;
-    m = fmaxf(m, sink);
-    float l = 0.0f;
-    for (int s = 0; s < a.n_splits; ++s) {
-      const float ms = row_at(s)[D];
-      const float w = ms == -INFINITY ? 0.0f : platform::exp2_fast(ms - m);
-      split_w[s] = w;
-      l += w * row_at(s)[D + 1];
+    float mx = sink;
+    for (int w = 0; w < n_warps; ++w) mx = fmaxf(mx, warp_scalar[w]);
+    max_s = mx;
+  }
+  platform::sync_threads();
+  const float m_all = max_s;
+  float l = 0.0f;
+  for (int s = tid; s < a.n_splits; s += vec_threads) {
+    const float ms = row_at(s)[D];
+    const float w = ms == -INFINITY ? 0.0f : platform::exp2_fast(ms - m_all);
+    split_w[s] = w;
+    l += w * row_at(s)[D + 1];
+  }
+  l = warp_sum(l);
+  platform::sync_threads();  // warp_scalar is rewritten
+  if (lane == 0) warp_scalar[warp] = l;
+  platform::sync_threads();
+  if (tid == 0) {
+    float sum = sink != -INFINITY ? platform::exp2_fast(sink - m_all) : 0.0f;
+    for (int w = 0; w < n_warps; ++w) sum += warp_scalar[w];
+    inv_sum_s = sum > 0.0f ? 1.0f / sum : 0.0f;
+  }
+
+  float v[dims_per_lane];
+  TURBO3_UNROLL
+  for (int k = 0; k < dims_per_lane; ++k) v[k] = 0.0f;
+  for (int s = warp; s < a.n_splits; s += n_warps) {
+    const float w = split_w[s];
+    const float* p = row_at(s);
+    TURBO3_UNROLL
+    for (int k = 0; k < dims_per_lane; ++k) {
+      const int d = lane + k * platform::warp_size;
+      if (d < D) v[k] += w * p[d];
     }
-    if (sink != -INFINITY) l += platform::exp2_fast(sink - m);
-    inv_sum = l > 0.0f ? 1.0f / l : 0.0f;
+  }
+  TURBO3_UNROLL
+  for (int k = 0; k < dims_per_lane; ++k) {
+    const int d = lane + k * platform::warp_size;
+    if (d < D) warp_red[warp][d] = v[k];
   }
   platform::sync_threads();
   for (int d = tid; d < D; d += vec_threads) {
-    float v = 0.0f;
-    for (int s = 0; s < a.n_splits; ++s) v += split_w[s] * row_at(s)[d];
-    row_s[d] = v * inv_sum;
+    float sum = 0.0f;
+    for (int w = 0; w < n_warps; ++w) sum += warp_red[w][d];
+    row_s[d] = sum * inv_sum_s;
   }
   platform::sync_threads();
   if (unrotate) rotate_groups_shared<true>(row_s, D / block_values, tid, vec_threads);

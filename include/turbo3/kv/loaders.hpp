@@ -84,6 +84,54 @@ struct turbo3_loader {
     lookup4(odd >> 16, lut, out + 12);
   }
 
+  // The nibble words of a chunk: even (values 0,2,..,14 = slots 0..7) and odd (slots 8..15), each
+  // nibble a 3-bit index.
+  TURBO3_DEVICE TURBO3_FORCEINLINE static void index_words(const raw_chunk& raw, uint32_t& even, uint32_t& odd) {
+    uint32_t s = raw.signs & 0xffffu;
+    s = (s | (s << 8)) & 0x00ff00ffu;
+    s = (s | (s << 4)) & 0x0f0f0f0fu;
+    s = (s | (s << 2)) & 0x33333333u;
+    even = (raw.qs & 0x33333333u) | ((s & 0x11111111u) << 2);
+    odd = ((raw.qs >> 2) & 0x33333333u) | ((s & 0x22222222u) << 1);
+  }
+
+  // fp16 pairs of one row: out[i] = (slot 2i, slot 2i+1). No float conversion at all.
+  TURBO3_DEVICE TURBO3_FORCEINLINE static void decode_half2(const raw_chunk& raw, const turbo3_lut& lut, uint32_t out[8]) {
+    uint32_t even, odd;
+    index_words(raw, even, odd);
+    const uint32_t words[4] = {even, even >> 16, odd, odd >> 16};
+    TURBO3_UNROLL
+    for (int w = 0; w < 4; ++w) {
+      const uint32_t lo = platform::lookup_bytes4(lut.lo_plane[0], lut.lo_plane[1], words[w]);
+      const uint32_t hi = platform::lookup_bytes4(lut.hi_plane[0], lut.hi_plane[1], words[w]);
+      out[2 * w] = platform::permute_bytes<0, 4, 1, 5>(lo, hi);
+      out[2 * w + 1] = platform::permute_bytes<2, 6, 3, 7>(lo, hi);
+    }
+  }
+
+  // fp16 pairs across two rows: out[s] = (row a slot s, row b slot s), for the matrix operand
+  // whose packed pairs run along keys.
+  TURBO3_DEVICE TURBO3_FORCEINLINE static void decode_pairs(const raw_chunk& ra, const raw_chunk& rb,
+                                                           const turbo3_lut& lut, uint32_t out[16]) {
+    uint32_t ea, oa, eb, ob;
+    index_words(ra, ea, oa);
+    index_words(rb, eb, ob);
+    const uint32_t wa[4] = {ea, ea >> 16, oa, oa >> 16}, wb[4] = {eb, eb >> 16, ob, ob >> 16};
+    TURBO3_UNROLL
+    for (int w = 0; w < 4; ++w) {  // slots 4w .. 4w+3
+      const uint32_t sel02 = (wa[w] & 0x0f0fu) | ((wb[w] & 0x0f0fu) << 4);   // a_s0 b_s0 a_s2 b_s2
+      const uint32_t sel13 = ((wa[w] >> 4) & 0x0f0fu) | (wb[w] & 0xf0f0u);   // a_s1 b_s1 a_s3 b_s3
+      uint32_t lo = platform::lookup_bytes4(lut.lo_plane[0], lut.lo_plane[1], sel02);
+      uint32_t hi = platform::lookup_bytes4(lut.hi_plane[0], lut.hi_plane[1], sel02);
+      out[4 * w + 0] = platform::permute_bytes<0, 4, 1, 5>(lo, hi);
+      out[4 * w + 2] = platform::permute_bytes<2, 6, 3, 7>(lo, hi);
+      lo = platform::lookup_bytes4(lut.lo_plane[0], lut.lo_plane[1], sel13);
+      hi = platform::lookup_bytes4(lut.hi_plane[0], lut.hi_plane[1], sel13);
+      out[4 * w + 1] = platform::permute_bytes<0, 4, 1, 5>(lo, hi);
+      out[4 * w + 3] = platform::permute_bytes<2, 6, 3, 7>(lo, hi);
+    }
+  }
+
   TURBO3_DEVICE TURBO3_FORCEINLINE static void lookup4(uint32_t nibbles, const turbo3_lut& lut, float* out) {
     const uint32_t lo = platform::lookup_bytes4(lut.lo_plane[0], lut.lo_plane[1], nibbles);
     const uint32_t hi = platform::lookup_bytes4(lut.hi_plane[0], lut.hi_plane[1], nibbles);
@@ -107,6 +155,23 @@ struct f16_loader {
   TURBO3_DEVICE TURBO3_FORCEINLINE static raw_chunk load_raw(const char* row, int c) {
     const uint4* p = reinterpret_cast<const uint4*>(row) + 2 * c;
     return {p[0], p[1]};
+  }
+
+  TURBO3_DEVICE TURBO3_FORCEINLINE static void decode_half2(const raw_chunk& raw, const turbo3_lut&, uint32_t out[8]) {
+    const uint32_t w[8] = {raw.lo.x, raw.lo.y, raw.lo.z, raw.lo.w, raw.hi.x, raw.hi.y, raw.hi.z, raw.hi.w};
+    TURBO3_UNROLL
+    for (int i = 0; i < 8; ++i) out[i] = w[i];
+  }
+
+  TURBO3_DEVICE TURBO3_FORCEINLINE static void decode_pairs(const raw_chunk& ra, const raw_chunk& rb, const turbo3_lut&,
+                                                           uint32_t out[16]) {
+    const uint32_t wa[8] = {ra.lo.x, ra.lo.y, ra.lo.z, ra.lo.w, ra.hi.x, ra.hi.y, ra.hi.z, ra.hi.w};
+    const uint32_t wb[8] = {rb.lo.x, rb.lo.y, rb.lo.z, rb.lo.w, rb.hi.x, rb.hi.y, rb.hi.z, rb.hi.w};
+    TURBO3_UNROLL
+    for (int i = 0; i < 8; ++i) {
+      out[2 * i] = platform::permute_bytes<0, 1, 4, 5>(wa[i], wb[i]);
+      out[2 * i + 1] = platform::permute_bytes<2, 3, 6, 7>(wa[i], wb[i]);
+    }
   }
 
   TURBO3_DEVICE TURBO3_FORCEINLINE static void decode(const raw_chunk& raw, const turbo3_lut&, float out[chunk_values]) {
