@@ -21,7 +21,11 @@ namespace detail {
 inline constexpr int vec_threads = 128;
 inline constexpr int vec_tile = 128;          // keys per tile: one per thread in the score phase
 inline constexpr int vec_max_splits = 256;    // the combine kernel keeps one weight per split
-inline constexpr int vec_unroll = 4;          // chunks whose loads are in flight together per thread
+// Chunks whose loads a thread issues together before decoding any. Measured on an H200: batches
+// of 8 for turbo3 (and the first V batch issued before the score phase) raised registers from
+// 126 to 163, cut resident work-groups from 4 to 3 per SM and made decode 1.5x slower; 4 is the
+// best measured so far (bench/RESULTS.md).
+inline constexpr int vec_load_batch = 4;
 
 // Query rows per work-group (GQA heads x queries), padded to a power of two.
 TURBO3_HD constexpr int vec_max_rows(int head_dim) { return head_dim >= 512 ? 8 : 16; }
@@ -32,7 +36,10 @@ struct vec_config {
   static constexpr int rows_per_thread = NR < 4 ? NR : 4;          // value-phase rows per thread
   static constexpr int row_slices = NR / rows_per_thread;
   static constexpr int key_slices = vec_threads / (chunks * row_slices);
+  static constexpr int v_batch = (vec_load_batch < vec_tile / key_slices) ? vec_load_batch : vec_tile / key_slices;
   static constexpr int keys_per_pass = vec_threads / chunks;       // score phase: keys read at once
+  static constexpr int min2(int a, int b) { return a < b ? a : b; }
+  static constexpr int k_batch = min2(vec_load_batch, vec_tile / keys_per_pass);
   static constexpr bool q_in_registers = NR <= 4;                  // else Q chunks come from shared memory
   static constexpr int k_scale_values = KL::values_per_scale < D ? KL::values_per_scale : D;
   static constexpr int v_scale_values = VL::values_per_scale < D ? VL::values_per_scale : D;
@@ -284,11 +291,19 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
     // ---- scores: a group of `chunks` adjacent lanes reads one key row (coalesced), each lane one
     // 16-value chunk; partial dots scaled by the chunk's block norm are summed across the group.
     const int n_valid = min(vec_tile, x.kv_end - j0);
-    for (int pass0 = 0; pass0 * C::keys_per_pass < n_valid; pass0 += vec_unroll) {
-      typename KL::raw_chunk raw[vec_unroll];
-      float sc[vec_unroll];
+    typename VL::raw_chunk v_raw[C::v_batch];
+    auto load_v_batch = [&](int jj0) {
       TURBO3_UNROLL
-      for (int u = 0; u < vec_unroll; ++u) {  // all loads first
+      for (int u = 0; u < C::v_batch; ++u) {
+        const int jj = jj0 + u * C::key_slices;
+        if (jj < n_valid) v_raw[u] = VL::load_raw(x.v_head + static_cast<int64_t>(j0 + jj) * a.v_nb1, v_chunk);
+      }
+    };
+    for (int pass0 = 0; pass0 * C::keys_per_pass < n_valid; pass0 += C::k_batch) {
+      typename KL::raw_chunk raw[C::k_batch];
+      float sc[C::k_batch];
+      TURBO3_UNROLL
+      for (int u = 0; u < C::k_batch; ++u) {  // all loads first
         const int jj = (pass0 + u) * C::keys_per_pass + k_key;
         sc[u] = 0.0f;
         if (jj < n_valid) {
@@ -298,7 +313,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
         }
       }
       TURBO3_UNROLL
-      for (int u = 0; u < vec_unroll; ++u) {
+      for (int u = 0; u < C::k_batch; ++u) {
         const int jj = (pass0 + u) * C::keys_per_pass + k_key;
         const bool ok = jj < n_valid;
         float part[NR];
@@ -346,25 +361,20 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
       TURBO3_UNROLL
       for (int e = 0; e < kv::chunk_values; ++e) acc[r][e] *= alpha;
     }
-    for (int jj0 = v_keys0; jj0 < n_valid; jj0 += vec_unroll * C::key_slices) {
-      typename VL::raw_chunk raw[vec_unroll];
+    for (int jj0 = v_keys0; jj0 < n_valid; jj0 += C::v_batch * C::key_slices) {
+      load_v_batch(jj0);
       TURBO3_UNROLL
-      for (int u = 0; u < vec_unroll; ++u) {  // all loads first
-        const int jj = jj0 + u * C::key_slices;
-        if (jj < n_valid) raw[u] = VL::load_raw(x.v_head + static_cast<int64_t>(j0 + jj) * a.v_nb1, v_chunk);
-      }
-      TURBO3_UNROLL
-      for (int u = 0; u < vec_unroll; ++u) {
+      for (int u = 0; u < C::v_batch; ++u) {
         const int jj = jj0 + u * C::key_slices;
         if (jj >= n_valid) break;
-        float x[kv::chunk_values];
-        VL::decode(raw[u], a.lut, x);
+        float vals[kv::chunk_values];
+        VL::decode(v_raw[u], a.lut, vals);
         const float* w = w_s + (v_scale_index * vec_tile + jj) * NR + v_row0;
         TURBO3_UNROLL
         for (int r = 0; r < C::rows_per_thread; ++r) {
           const float wr = w[r];
           TURBO3_UNROLL
-          for (int e = 0; e < kv::chunk_values; ++e) acc[r][e] += wr * x[e];
+          for (int e = 0; e < kv::chunk_values; ++e) acc[r][e] += wr * vals[e];
         }
       }
     }

@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Turns turbo3_bench JSON into a Markdown table (standard library only).
+
+usage: report.py BENCH.json [--names OLD=NEW ...] [--append RESULTS.md --commit SHA --date DATE]
+
+Decode rows: time, effective GB/s of the K/V bytes stored, its share of the copy bandwidth the
+binary measured, and turbo3 against f16 of the same kernel, head dim and depth (time ratio).
+"""
+import argparse
+import json
+import re
+import sys
+
+
+def parse(path, renames):
+    data = json.load(open(path))
+    ctx = data.get("context", {})
+    rows = []
+    for b in data["benchmarks"]:
+        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
+            continue
+        name = b["run_name"].split("/min_time")[0]
+        for old, new in renames:
+            name = name.replace(old, new)
+        m = re.match(r"decode/([\w-]+)/(\w+)/d(\d+)/depth(\d+)", name)
+        if not m:
+            continue
+        rows.append({
+            "kernel": m.group(1), "kv": m.group(2), "d": int(m.group(3)), "depth": int(m.group(4)),
+            "us": b["real_time"] if b.get("time_unit") == "us" else b["real_time"] / 1e3,
+            "gbps": b.get("kv_GBps", 0.0) / 1e9 if b.get("kv_GBps", 0.0) > 1e6 else b.get("kv_GBps", 0.0),
+            "copy": b.get("copy_GBps", float(ctx.get("copy_GBps", 0) or 0)),
+        })
+    return ctx, rows
+
+
+def table(rows):
+    out = ["| kernel | K/V | D | depth | time (us) | K/V GB/s | % of copy BW | turbo3 vs f16 |",
+           "|---|---|--:|--:|--:|--:|--:|--:|"]
+    index = {(r["kernel"], r["kv"], r["d"], r["depth"]): r for r in rows}
+    for r in sorted(rows, key=lambda r: (r["kernel"], r["d"], r["depth"], r["kv"])):
+        ratio = ""
+        if r["kv"] == "turbo3":
+            f16 = index.get((r["kernel"], "f16", r["d"], r["depth"]))
+            if f16:
+                ratio = f"{f16['us'] / r['us']:.2f}x faster" if f16["us"] >= r["us"] else f"{r['us'] / f16['us']:.2f}x slower"
+        pct = 100.0 * r["gbps"] / r["copy"] if r["copy"] else 0.0
+        out.append(f"| {r['kernel']} | {r['kv']} | {r['d']} | {r['depth']} | {r['us']:.1f} | {r['gbps']:.0f} | {pct:.0f}% | {ratio} |")
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("json")
+    ap.add_argument("--names", nargs="*", default=[], help="OLD=NEW substitutions in benchmark names")
+    ap.add_argument("--append")
+    ap.add_argument("--commit", default="unknown")
+    ap.add_argument("--date", default="unknown")
+    args = ap.parse_args()
+    renames = [tuple(s.split("=", 1)) for s in args.names]
+    ctx, rows = parse(args.json, renames)
+    md = table(rows)
+    print(md)
+    if args.append:
+        with open(args.append, "a") as f:
+            f.write(f"\n## {args.date}, {ctx.get('gpu', 'GPU?')}, commit {args.commit}\n\n")
+            f.write(f"Copy bandwidth measured by the binary: {float(ctx.get('copy_GBps', 0)):.0f} GB/s "
+                    f"(read + written). L2: {int(ctx.get('l2_bytes', 0)) // 2**20} MiB.\n\n{md}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
