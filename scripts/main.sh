@@ -9,9 +9,14 @@ cmake -S . -B build/main -DCMAKE_BUILD_TYPE=Release -DTURBO3_CUDA="$TURBO3_CUDA"
   -DTURBO3_BUILD_TESTS=OFF -DCMAKE_CUDA_ARCHITECTURES="${TURBO3_CUDA_ARCHS:-90}"
 log "build"
 cmake --build build/main -j "$JOBS"
-if have_gpu; then
-  log "GPU found: the benchmark table is not built yet (see the issues); running the CPU demonstration"
+if have_gpu && [[ -x build/main/bench/turbo3_bench ]]; then
+  log "GPU found: decode benchmark (turbo3 against f16), about a minute"
+  mkdir -p bench/results
+  json=bench/results/latest.json
+  ./build/main/bench/turbo3_bench --benchmark_out="$json" --benchmark_out_format=json "$@"
+  log "table"
+  python3 bench/report.py "$json"
 else
-  log "no GPU found: running the CPU demonstration"
+  log "no GPU found: running the CPU demonstration (quantize a KV cache, report compression and NMSE)"
+  ./build/main/examples/turbo3_demo "$@"
 fi
-./build/main/examples/turbo3_demo "$@"

@@ -31,4 +31,4 @@ template __global__ void vec_combine_kernel<512>(attention_args, int, int, bool)
 
 // The turbo3 D = 256 kernels must not spill on RDNA4 (gfx1201), the first target. Other
 // instantiations are reported in RESOURCES.md; SGPR spills (to VGPR lanes) remain at 8 and 16 rows.
-// amd-check: vec_kernel<256, turbo3::kv::turbo3_loader*@gfx1201 max vgpr_spill 0
+// amd-check: vec_kernel<256,?turbo3::kv::turbo3_loader,?turbo3::kv::turbo3_loader,*@gfx1201 max vgpr_spill 0

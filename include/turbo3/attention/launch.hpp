@@ -193,8 +193,8 @@ template <int D>
 void launch_vec_types(const attention_args& a, const vec_plan& plan, data_type k, data_type v, hipStream_t stream) {
   using T3 = kv::turbo3_loader;
   using F16 = kv::f16_loader;
-  if (platform::has_mma_m16n8k16 && plan.matrix) {
-    if constexpr (vec_mma_head_dim(D)) {
+  if constexpr (platform::has_mma_m16n8k16 && vec_mma_head_dim(D)) {
+    if (plan.matrix) {
       if (k == data_type::turbo3 && v == data_type::turbo3) return launch_vec_mma<D, T3, T3>(a, plan, stream);
       if (k == data_type::turbo3) return launch_vec_mma<D, T3, F16>(a, plan, stream);
       if (v == data_type::turbo3) return launch_vec_mma<D, F16, T3>(a, plan, stream);
