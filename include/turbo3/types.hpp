@@ -26,4 +26,12 @@ constexpr size_t element_bytes(data_type t) {
   return t == data_type::f32 ? 4 : t == data_type::f16 ? 2 : 0;
 }
 
+namespace detail {
+
+inline bool is_aligned(const void* p, size_t alignment) {
+  return reinterpret_cast<uintptr_t>(p) % alignment == 0;
+}
+
+}  // namespace detail
+
 }  // namespace turbo3

@@ -3,6 +3,9 @@
 // sequentially, and every multiply and add is rounded on its own (no FMA contraction).
 #pragma once
 
+#include <cstdint>
+#include <type_traits>
+
 #include "turbo3/format/codebook.hpp"
 #include "turbo3/format/rotation.hpp"
 #include "turbo3/platform/device.hpp"
@@ -129,8 +132,6 @@ TURBO3_GLOBAL void write_f16_kernel(row_source src, const Index* row_ids, cache_
   }
 }
 
-inline bool aligned_to(const void* p, size_t a) { return reinterpret_cast<uintptr_t>(p) % a == 0; }
-
 }  // namespace detail
 
 // Checks arguments without touching the device: null pointers, types, sizes, strides, alignment.
@@ -142,9 +143,9 @@ inline status validate_write(const row_source& src, const cache_view& dst) {
   if (dst.n_cols != src.n_cols) return status::invalid_argument;
   if (dst.type == data_type::turbo3 && src.n_cols % block_values != 0) return status::invalid_argument;
   const size_t src_elem = element_bytes(src.type);
-  if (!detail::aligned_to(src.data, src_elem) || src.row_stride % src_elem != 0) return status::invalid_argument;
+  if (!detail::is_aligned(src.data, src_elem) || src.row_stride % src_elem != 0) return status::invalid_argument;
   if (src.n_rows > 1 && src.row_stride < row_bytes(src.type, src.n_cols)) return status::invalid_argument;
-  if (!detail::aligned_to(dst.data, 2) || dst.row_stride % 2 != 0) return status::invalid_argument;
+  if (!detail::is_aligned(dst.data, 2) || dst.row_stride % 2 != 0) return status::invalid_argument;
   if (dst.n_rows > 1 && dst.row_stride < row_bytes(dst.type, dst.n_cols)) return status::invalid_argument;
   return status::ok;
 }

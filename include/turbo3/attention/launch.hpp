@@ -74,7 +74,7 @@ struct vec_plan {
 };
 
 inline bool aligned16(const tensor_view& t) {
-  return reinterpret_cast<uintptr_t>(t.data) % 16 == 0 && t.nb[1] % 16 == 0 && t.nb[2] % 16 == 0 && t.nb[3] % 16 == 0;
+  return is_aligned(t.data, 16) && t.nb[1] % 16 == 0 && t.nb[2] % 16 == 0 && t.nb[3] % 16 == 0;
 }
 
 inline status vec_supported(const attention_params& p) {

@@ -46,10 +46,6 @@ namespace detail {
 // Alignment, in bytes, of a pointer or stride into storage of type t (turbo3: the fp16 norm).
 constexpr size_t storage_alignment(data_type t) { return t == data_type::f32 ? 4 : 2; }
 
-inline bool is_aligned(const void* p, size_t alignment) {
-  return reinterpret_cast<uintptr_t>(p) % alignment == 0;
-}
-
 constexpr bool is_float_type(data_type t) { return t == data_type::f32 || t == data_type::f16; }
 constexpr bool is_kv_type(data_type t) { return t == data_type::f16 || t == data_type::turbo3; }
 
