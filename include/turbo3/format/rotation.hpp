@@ -9,7 +9,9 @@
 
 namespace turbo3 {
 
-inline constexpr float rotation_scale = 0.08838834764831845f;  // 1/sqrt(128)
+inline constexpr double rotation_scale_f64 = 0.08838834764831845;  // 1/sqrt(128)
+inline constexpr float rotation_scale = static_cast<float>(rotation_scale_f64);
+static_assert(rotation_scale == 0.08838834764831845f, "the float scale is 1/sqrt(128) rounded once");
 
 // Bit e of word e/32 set means sign -1 (turbo3-format.md §3).
 TURBO3_HD constexpr uint32_t rotation_s1_word(int w) {
@@ -24,11 +26,13 @@ TURBO3_HD constexpr float rotation_s1(int i) { return rotation_s1_negative(i) ? 
 TURBO3_HD constexpr float rotation_s2(int i) { return rotation_s2_negative(i) ? -1.0f : 1.0f; }
 
 // Unnormalized Walsh-Hadamard butterfly in natural (Sylvester) order over 128 values in place.
-TURBO3_HD inline void hadamard128(float* u) {
+// T is float for the format's own arithmetic, double for the reference attention.
+template <class T>
+TURBO3_HD inline void hadamard128(T* u) {
   for (int h = 1; h < block_values; h <<= 1) {
     for (int j = 0; j < block_values; ++j) {
       if ((j % (2 * h)) < h) {
-        const float a = u[j], b = u[j + h];
+        const T a = u[j], b = u[j + h];
         u[j] = a + b;
         u[j + h] = a - b;
       }
@@ -37,17 +41,19 @@ TURBO3_HD inline void hadamard128(float* u) {
 }
 
 // y = R u for one 128-group, in place, in the exact order of §3 step 3.
-TURBO3_HD inline void rotate_forward_group(float* u) {
+template <class T>
+TURBO3_HD inline void rotate_forward_group(T* u) {
   for (int i = 0; i < block_values; ++i) u[i] *= rotation_s1(i);
   hadamard128(u);
-  for (int i = 0; i < block_values; ++i) u[i] = (u[i] * rotation_scale) * rotation_s2(i);
+  for (int i = 0; i < block_values; ++i) u[i] = (u[i] * static_cast<T>(rotation_scale_f64)) * rotation_s2(i);
 }
 
 // x = R^T y = D(s1) (1/sqrt(128)) H D(s2) y for one 128-group, in place.
-TURBO3_HD inline void rotate_inverse_group(float* y) {
+template <class T>
+TURBO3_HD inline void rotate_inverse_group(T* y) {
   for (int i = 0; i < block_values; ++i) y[i] *= rotation_s2(i);
   hadamard128(y);
-  for (int i = 0; i < block_values; ++i) y[i] = (y[i] * rotation_scale) * rotation_s1(i);
+  for (int i = 0; i < block_values; ++i) y[i] = (y[i] * static_cast<T>(rotation_scale_f64)) * rotation_s1(i);
 }
 
 }  // namespace turbo3

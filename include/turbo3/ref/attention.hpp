@@ -115,39 +115,12 @@ inline void read_kv_rows(const tensor_view& t, int64_t head, int64_t seq, codebo
   for (int64_t j = 0; j < n; ++j) reader.read(row_address(t.data, t.nb, j, head, seq), dst.data() + j * d);
 }
 
-// Unnormalized Walsh-Hadamard butterfly in natural (Sylvester) order over 128 doubles, in place:
-// the same butterfly as format/rotation.hpp's hadamard128.
-inline void hadamard128_f64(double* u) {
-  for (int h = 1; h < block_values; h <<= 1) {
-    for (int j = 0; j < block_values; ++j) {
-      if ((j % (2 * h)) < h) {
-        const double a = u[j], b = u[j + h];
-        u[j] = a + b;
-        u[j + h] = a - b;
-      }
-    }
-  }
-}
-
-// R = D(s2) (1/sqrt 128) H D(s1) and R^T = D(s1) (1/sqrt 128) H D(s2) on each 128-chunk of n
-// doubles, in place, with the format's sign tables.
+// R and R^T of the format (format/rotation.hpp) on each 128-chunk of n doubles, in place.
 inline void rotate_forward_f64(double* x, int64_t n) {
-  const double inv_sqrt = 1.0 / std::sqrt(static_cast<double>(block_values));
-  for (int64_t b = 0; b < n; b += block_values) {
-    double* u = x + b;
-    for (int i = 0; i < block_values; ++i) u[i] *= rotation_s1(i);
-    hadamard128_f64(u);
-    for (int i = 0; i < block_values; ++i) u[i] = u[i] * inv_sqrt * rotation_s2(i);
-  }
+  for (int64_t b = 0; b < n; b += block_values) rotate_forward_group(x + b);
 }
 inline void rotate_inverse_f64(double* x, int64_t n) {
-  const double inv_sqrt = 1.0 / std::sqrt(static_cast<double>(block_values));
-  for (int64_t b = 0; b < n; b += block_values) {
-    double* u = x + b;
-    for (int i = 0; i < block_values; ++i) u[i] *= rotation_s2(i);
-    hadamard128_f64(u);
-    for (int i = 0; i < block_values; ++i) u[i] = u[i] * inv_sqrt * rotation_s1(i);
-  }
+  for (int64_t b = 0; b < n; b += block_values) rotate_inverse_group(x + b);
 }
 
 inline void store_row(const output_view& out, int64_t i, int64_t h, int64_t s, const double* x, int64_t n) {
