@@ -2,6 +2,7 @@
 """Turns turbo3_bench JSON into a Markdown table (standard library only).
 
 usage: report.py BENCH.json [--names OLD=NEW ...] [--append RESULTS.md --commit SHA --date DATE]
+                 [--plot PNG]   (the plot needs matplotlib; without it the option is reported and skipped)
 
 Decode rows: time, effective GB/s of the K/V bytes stored, its share of the copy bandwidth the
 binary measured, and turbo3 against f16 of the same kernel, head dim and depth (time ratio).
@@ -49,6 +50,35 @@ def table(rows):
     return "\n".join(out)
 
 
+def plot(rows, path, title):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print(f"matplotlib not found: no plot written to {path}", file=sys.stderr)
+        return
+    dims = sorted({r["d"] for r in rows})
+    fig, axes = plt.subplots(1, len(dims), figsize=(5.5 * len(dims), 4.2), squeeze=False)
+    for ax, d in zip(axes[0], dims):
+        for kernel in sorted({r["kernel"] for r in rows}):
+            for kv, style in (("f16", "--"), ("turbo3", "-")):
+                pts = sorted((r["depth"], r["us"]) for r in rows if r["d"] == d and r["kernel"] == kernel and r["kv"] == kv)
+                if pts:
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", label=f"{kernel} {kv}")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("context depth (tokens)")
+        ax.set_ylabel("decode time per call (us)")
+        ax.set_title(f"D = {d}")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"plot written to {path}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("json")
@@ -56,11 +86,14 @@ def main():
     ap.add_argument("--append")
     ap.add_argument("--commit", default="unknown")
     ap.add_argument("--date", default="unknown")
+    ap.add_argument("--plot", help="write a PNG of decode time by depth (needs matplotlib)")
     args = ap.parse_args()
     renames = [tuple(s.split("=", 1)) for s in args.names]
     ctx, rows = parse(args.json, renames)
     md = table(rows)
     print(md)
+    if args.plot:
+        plot(rows, args.plot, f"decode, {ctx.get('gpu', 'GPU')}, commit {args.commit}")
     if args.append:
         with open(args.append, "a") as f:
             f.write(f"\n## {args.date}, {ctx.get('gpu', 'GPU?')}, commit {args.commit}\n\n")

@@ -9,7 +9,7 @@ TURBO3_PACKAGES=(cmake g++ make python3 catch2 libbenchmark-dev clang-19 libamdh
 
 install_missing() {
   local missing=()
-  for p in "${TURBO3_PACKAGES[@]}"; do
+  for p in "${TURBO3_PACKAGES[@]}" "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
   done
   if ((${#missing[@]})); then

@@ -2,7 +2,7 @@
 # The main job. Installs what is missing and builds. Without a GPU: quantizes a synthetic KV cache
 # on the CPU and reports the compression and the attention NMSE of turbo3 against f16 K/V.
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-install_missing
+if have_gpu; then install_missing python3-matplotlib; else install_missing; fi  # the plot needs matplotlib
 find_cuda
 log "configure"
 cmake -S . -B build/main -DCMAKE_BUILD_TYPE=Release -DTURBO3_CUDA="$TURBO3_CUDA" -DTURBO3_AMD_CHECK=OFF \
@@ -15,7 +15,8 @@ if have_gpu && [[ -x build/main/bench/turbo3_bench ]]; then
   json=bench/results/latest.json
   ./build/main/bench/turbo3_bench --benchmark_out="$json" --benchmark_out_format=json "$@"
   log "table"
-  python3 bench/report.py "$json"
+  py=python3; [[ -x /usr/bin/python3 ]] && py=/usr/bin/python3  # the system one has Debian's matplotlib
+  "$py" bench/report.py "$json" --plot bench/results/latest.png --commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 else
   log "no GPU found: running the CPU demonstration (quantize a KV cache, report compression and NMSE)"
   ./build/main/examples/turbo3_demo "$@"
