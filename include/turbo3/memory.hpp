@@ -327,11 +327,8 @@ class adaptive_allocator {
 
   void* allocate_plain(size_t bytes) noexcept {
     if (live_plain_ == max_plain) return nullptr;
-    void* p = nullptr;
-    if (hipMalloc(&p, bytes) != hipSuccess) {
-      (void)hipGetLastError();
-      return nullptr;
-    }
+    void* p = device_allocator{}.allocate(bytes);
+    if (!p) return nullptr;
     for (int i = 0; i < max_plain; ++i) {
       if (!plain_[i].ptr) {
         plain_[i] = plain_entry{p, false};
@@ -352,7 +349,7 @@ class adaptive_allocator {
   }
 
   void free_plain(int i) noexcept {
-    if (hipFree(plain_[i].ptr) != hipSuccess) (void)hipGetLastError();
+    device_allocator{}.deallocate(plain_[i].ptr, 0);
     plain_[i] = plain_entry{};
     --live_plain_;
   }
