@@ -181,13 +181,6 @@ struct f16_loader {
   }
 };
 
-template <data_type T>
-struct loader_for;
-template <>
-struct loader_for<data_type::turbo3> { using type = turbo3_loader; };
-template <>
-struct loader_for<data_type::f16> { using type = f16_loader; };
-
 }  // namespace kv
 
 #endif  // TURBO3_HAS_RUNTIME
