@@ -1,20 +1,43 @@
 // turbo3 benchmark: Google Benchmark with GPU-event manual timing.
 //
-// decode/vec/<kv>/d<D>/depth<N>: one query row, n_head over n_head_kv heads, timed as CUDA/HIP
-// graph replays. Enough copies of the K/V cache are rotated that every timed working set is at
-// least 4x the device's L2, so the numbers are the memory's, not the cache's. Each case is run
-// once and checked for NaN/Inf before timing. Counters: tokens/s, effective GB/s of the K/V bytes
-// actually stored, and its fraction of the device-to-device copy bandwidth this binary measures
-// at start (bytes read + written).
+// Families (16 query heads over 8 KV heads unless --heads / --kv-heads say otherwise):
+//   prefill/<kernel>/<kv>/pp<L>[/mask]   n_q = n_kv = L, D = 256 (--prefill-head-dims; another D
+//                                        adds /d<D> before pp<L>), causal; /mask: a full additive
+//                                        f16 mask [n_kv, n_q] with the causal pattern (0 or -inf) and
+//                                        the causal flag off, as ggml engines pass it (--mask).
+//                                        kernel: vec (decode kernel forced for prefill), materialize,
+//                                        tile, and mma once launch.hpp has kernel_choice::mma.
+//   decode/<kernel>/<kv>/d<D>/depth<N>   one query row; kernel vec (the launcher's default choice),
+//                                        vec-scalar (FMA) and vec-mma (matrix instructions) forced.
+// kv: f16 or turbo3 (both K and V). Q and out are f32, token-major as an engine lays them out.
+//
+// Method, the same for every family:
+// - Enough copies of the inputs are rotated that every timed working set (Q, K, V, mask, out of
+//   all copies) is at least 4x the device's L2 read at run time, so the numbers are the memory's.
+// - Every copy runs once eagerly (first-use setup happens there, outside any capture) into an
+//   output poisoned with NaN; the output of the first and the last copy must then be finite.
+// - One graph holds one call per copy, back to back. A timed sample is one replay of that graph
+//   between two GPU events, divided by the number of calls; a short spin kernel queued first keeps
+//   the GPU busy while the replay is submitted, so no launch gap is timed. Warm-up first; the
+//   median of the samples is the `median_us` counter (real_time is Google Benchmark's mean).
+// - A kernel that returns a status other than ok (e.g. `unsupported` for a prefill kernel not in
+//   this build) skips its case with that status in the message; the other cases still run.
+// Counters: tokens_per_s; TFLOPs (prefill: 4 * D * n_head * visible query-key pairs, i.e.
+// L(L+1)/2 pairs for causal and for the causal-pattern mask: the useful work, not what a kernel
+// that ignores causality would do); kv_GBps of the K/V bytes actually stored and copy_GBps, the
+// device-to-device copy bandwidth this binary measures at start (bytes read + written) (decode).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
+#include <type_traits>
 #include <vector>
 
 #include "turbo3/turbo3.hpp"
@@ -41,6 +64,9 @@ struct bench_config {
   int n_head = 16, n_head_kv = 8;
   std::vector<int> depths = {4096, 32768, 131072};
   std::vector<int> head_dims = {128, 256};
+  std::vector<int> prefill_sizes = {512, 2048, 4096};
+  std::vector<int> prefill_head_dims = {256};
+  bool prefill_mask = false;  // also register the /mask variants
 } g_config;
 
 double measure_copy_bandwidth() {
@@ -70,12 +96,6 @@ double measure_copy_bandwidth() {
   return 2.0 * bytes / (ms[ms.size() / 2] * 1e-3) / 1e9;
 }
 
-// One device copy of a decode problem's inputs (Q, K, V, out).
-struct decode_buffers {
-  void *q = nullptr, *k = nullptr, *v = nullptr, *out = nullptr;
-  turbo3::attention_params params;
-};
-
 // Pseudo-random values in [-2, 2) generated on the device (a hash of the index and a seed):
 // benchmark caches are gigabytes, far too slow to produce on the host.
 __global__ void fill_uniform_kernel(float* x, size_t n, uint32_t seed) {
@@ -87,13 +107,33 @@ __global__ void fill_uniform_kernel(float* x, size_t n, uint32_t seed) {
   }
 }
 
+// The additive f16 mask of a causal prefill, [n_kv, n_q] with row stride n_kv: 0 where key j is
+// visible to query i (j <= i + n_kv - n_q), -inf elsewhere. Written as bits (f16 -inf = 0xfc00).
+__global__ void fill_causal_mask_kernel(uint16_t* m, int n_kv, int n_q) {
+  const size_t n = static_cast<size_t>(n_kv) * n_q;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const int q = static_cast<int>(i / n_kv), j = static_cast<int>(i % n_kv);
+    m[i] = j <= q + (n_kv - n_q) ? uint16_t{0} : uint16_t{0xfc00};
+  }
+}
+
+// Keeps the GPU busy for about `cycles` clocks, so that a replay queued behind it starts without
+// a launch gap (the timed interval begins when the spin ends).
+__global__ void spin_kernel(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+constexpr long long spin_cycles = 50000;  // about 25 us at 2 GHz: more than the host needs to queue a replay
+
 // Fills `rows` rows of `row_values` values of type t at dev (row stride = row size) with random data,
 // quantized on the device by write_rows for turbo3.
 void fill_random(void* dev, int64_t rows, int64_t row_values, turbo3::data_type t, uint32_t seed) {
   using namespace turbo3;
   const int64_t chunk_rows = std::max<int64_t>(1, (int64_t{64} << 20) / row_values);
   float* tmp = nullptr;
-  BENCH_CHECK(hipMalloc(&tmp, static_cast<size_t>(chunk_rows * row_values) * 4));
+  BENCH_CHECK(hipMalloc(&tmp, static_cast<size_t>(std::min(chunk_rows, rows) * row_values) * 4));
   for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
     const int64_t n = std::min(chunk_rows, rows - r0);
     float* dst = t == data_type::f32 ? static_cast<float*>(dev) + r0 * row_values : tmp;
@@ -112,124 +152,343 @@ void fill_random(void* dev, int64_t rows, int64_t row_values, turbo3::data_type 
   BENCH_CHECK(hipFree(tmp));
 }
 
-void decode_benchmark(benchmark::State& state, turbo3::data_type kv, int head_dim, int depth, bool matrix) {
+// ---- one prepared case: rotated copies, one graph, events ---------------------------------------
+// Google Benchmark calls a benchmark function several times (warm-up, then growing iteration
+// counts); the case is prepared on the first call and kept until another case needs the memory.
+struct prepared_case {
+  std::string key;
+  std::vector<void*> device;  // every allocation, freed in the destructor
+  hipStream_t stream = nullptr;
+  hipGraphExec_t exec = nullptr;
+  hipEvent_t e0 = nullptr, e1 = nullptr;
+  int calls = 0;              // calls per graph replay (= rotated copies)
+  double working_set = 0;     // bytes read and written by one replay
+  std::string error;          // non-empty: the case is skipped with this message
+
+  void* alloc(size_t bytes) {
+    void* p = nullptr;
+    BENCH_CHECK(hipMalloc(&p, bytes));
+    device.push_back(p);
+    return p;
+  }
+  ~prepared_case() {
+    if (stream) (void)hipStreamSynchronize(stream);
+    if (exec) (void)hipGraphExecDestroy(exec);
+    if (e0) (void)hipEventDestroy(e0);
+    if (e1) (void)hipEventDestroy(e1);
+    if (stream) (void)hipStreamDestroy(stream);
+    for (void* p : device) (void)hipFree(p);
+  }
+};
+std::unique_ptr<prepared_case> g_case;
+
+// Returns the kept case when the key matches; otherwise frees it and returns nullptr.
+prepared_case* kept_case(const std::string& key) {
+  if (g_case && g_case->key == key) return g_case.get();
+  g_case.reset();
+  return nullptr;
+}
+
+// Copies needed so that copies * set_bytes >= 4x the L2.
+int rotation_copies(double set_bytes) {
+  return static_cast<int>(std::max(1.0, std::ceil(4.0 * static_cast<double>(g_device.l2_bytes) / set_bytes)));
+}
+
+// Eager run of every copy (poisoned outputs, NaN/Inf check on the first and last), then one graph
+// with a call per copy. Sets c.error instead of timing when anything but ok comes back.
+void build_case(prepared_case& c, const std::vector<turbo3::attention_params>& sets,
+                const turbo3::launch_options& opt) {
+  using namespace turbo3;
+  c.calls = static_cast<int>(sets.size());
+  BENCH_CHECK(hipStreamCreateWithFlags(&c.stream, hipStreamNonBlocking));
+  BENCH_CHECK(hipEventCreate(&c.e0));
+  BENCH_CHECK(hipEventCreate(&c.e1));
+  // Slack over workspace_bytes() for the alignment of several allocations in one call.
+  const size_t ws = workspace_bytes(sets[0], opt);
+  const size_t arena_bytes = arena_allocator::footprint(ws) + (size_t{64} << 10);
+  arena_allocator arena(c.alloc(arena_bytes), arena_bytes);
+
+  const auto out_elems = [](const attention_params& p) {
+    return static_cast<size_t>(p.out.ne[0] * p.out.ne[1] * p.out.ne[2] * p.out.ne[3]);
+  };
+  for (const attention_params& p : sets)
+    BENCH_CHECK(hipMemset(p.out.data, 0xff, out_elems(p) * 4));  // f32 NaN
+  BENCH_CHECK(hipDeviceSynchronize());
+  for (const attention_params& p : sets) {
+    arena.reset();
+    const status st = flash_attention(p, arena, c.stream, opt);
+    if (st != status::ok) {
+      c.error = std::string("flash_attention returned ") + to_string(st) +
+                (st == status::unsupported ? " (this kernel does not cover this case in this build)" : "");
+      return;
+    }
+  }
+  BENCH_CHECK(hipStreamSynchronize(c.stream));
+  for (const attention_params* p : {&sets.front(), &sets.back()}) {
+    std::vector<float> out(out_elems(*p));
+    BENCH_CHECK(hipMemcpy(out.data(), p->out.data, out.size() * 4, hipMemcpyDeviceToHost));
+    const size_t bad = static_cast<size_t>(std::count_if(out.begin(), out.end(), [](float x) { return !std::isfinite(x); }));
+    if (bad) {
+      c.error = std::to_string(bad) + " of " + std::to_string(out.size()) +
+                " outputs are NaN/Inf (unwritten or wrong)";
+      return;
+    }
+  }
+  hipGraph_t graph;
+  status st = status::ok;
+  BENCH_CHECK(hipStreamBeginCapture(c.stream, hipStreamCaptureModeGlobal));
+  for (const attention_params& p : sets) {
+    arena.reset();
+    const status s = flash_attention(p, arena, c.stream, opt);
+    if (s != status::ok && st == status::ok) st = s;
+  }
+  BENCH_CHECK(hipStreamEndCapture(c.stream, &graph));
+  if (st != status::ok) {
+    BENCH_CHECK(hipGraphDestroy(graph));
+    c.error = std::string("flash_attention under capture returned ") + to_string(st);
+    return;
+  }
+  BENCH_CHECK(hipGraphInstantiate(&c.exec, graph, nullptr, nullptr, 0));
+  BENCH_CHECK(hipGraphDestroy(graph));
+}
+
+// The timing loop shared by every family. Returns false when the case was skipped.
+bool time_case(benchmark::State& state, prepared_case& c) {
+  if (!c.error.empty()) {
+    state.SkipWithError(c.error.c_str());
+    return false;
+  }
+  for (int w = 0; w < 2; ++w) BENCH_CHECK(hipGraphLaunch(c.exec, c.stream));
+  std::vector<double> samples_us;
+  for (auto _ : state) {
+    spin_kernel<<<1, 1, 0, c.stream>>>(spin_cycles);
+    BENCH_CHECK(hipEventRecord(c.e0, c.stream));
+    BENCH_CHECK(hipGraphLaunch(c.exec, c.stream));
+    BENCH_CHECK(hipEventRecord(c.e1, c.stream));
+    BENCH_CHECK(hipEventSynchronize(c.e1));
+    float ms = 0;
+    BENCH_CHECK(hipEventElapsedTime(&ms, c.e0, c.e1));
+    const double per_call_s = ms * 1e-3 / c.calls;
+    state.SetIterationTime(per_call_s);
+    samples_us.push_back(per_call_s * 1e6);
+  }
+  BENCH_CHECK(hipGetLastError());
+  if (!samples_us.empty()) {
+    std::nth_element(samples_us.begin(), samples_us.begin() + samples_us.size() / 2, samples_us.end());
+    state.counters["median_us"] = samples_us[samples_us.size() / 2];
+  }
+  state.counters["copies"] = c.calls;
+  state.counters["working_set_MB"] = c.working_set / 1e6;
+  return true;
+}
+
+// Q and out: f32, [D, n_q, n_head, 1] stored token-major ([n_q][n_head][D]) as an engine has them.
+void set_q_out(turbo3::attention_params& p, void* q, void* out, int d, int n_q, int h) {
+  using namespace turbo3;
+  p.q.data = q; p.q.type = data_type::f32;
+  p.q.ne[0] = d; p.q.ne[1] = n_q; p.q.ne[2] = h; p.q.ne[3] = 1;
+  p.q.nb[1] = static_cast<size_t>(d) * h * 4; p.q.nb[2] = static_cast<size_t>(d) * 4; p.q.nb[3] = p.q.nb[1] * n_q;
+  p.out.data = out; p.out.type = data_type::f32;
+  p.out.ne[0] = d; p.out.ne[1] = n_q; p.out.ne[2] = h; p.out.ne[3] = 1;
+  p.out.nb[1] = p.q.nb[1]; p.out.nb[2] = p.q.nb[2]; p.out.nb[3] = p.q.nb[3];
+}
+
+// K and V: [D, n_kv, n_head_kv, 1] stored token-major ([n_kv][n_head_kv][row]).
+void set_kv(turbo3::tensor_view& t, const void* data, turbo3::data_type kv, int d, int n_kv, int hkv) {
+  const size_t row = turbo3::row_bytes(kv, d);
+  t.data = data; t.type = kv;
+  t.ne[0] = d; t.ne[1] = n_kv; t.ne[2] = hkv; t.ne[3] = 1;
+  t.nb[1] = row * hkv; t.nb[2] = row; t.nb[3] = row * hkv * n_kv;
+}
+
+// ---- prefill ------------------------------------------------------------------------------------
+// The kernels of the prefill family. A kernel_choice::mma, once launch.hpp has it, joins the list
+// by itself; any other variant is one more line here.
+struct prefill_kernel {
+  std::string name;
+  turbo3::launch_options options;
+};
+
+// has_<name><E>: whether enum E has the enumerator <name>. The options of the launcher are still
+// growing; the benchmark lists whatever the headers it is built with offer.
+#define BENCH_HAS_ENUMERATOR(name)                                                  \
+  template <class E, class = void>                                                  \
+  struct has_##name : std::false_type {};                                           \
+  template <class E>                                                                \
+  struct has_##name<E, std::void_t<decltype(E::name)>> : std::true_type {};
+BENCH_HAS_ENUMERATOR(mma)
+BENCH_HAS_ENUMERATOR(scalar)
+BENCH_HAS_ENUMERATOR(matrix)
+#undef BENCH_HAS_ENUMERATOR
+
+template <class E = turbo3::kernel_choice>
+std::vector<prefill_kernel> prefill_kernels() {
+  const auto with = [](E choice) {
+    turbo3::launch_options o;
+    o.kernel = choice;
+    return o;
+  };
+  std::vector<prefill_kernel> k = {
+      {"vec", with(E::vec)},                  // the decode kernel forced for prefill (the seed's stock path)
+      {"materialize", with(E::materialize)},  // dequantize K/V to f16 in workspace, then the f16 kernel
+      {"tile", with(E::tile)},                // inline dequant in the shared-memory tile load
+  };
+  if constexpr (has_mma<E>::value) k.push_back({"mma", with(E::mma)});
+  return k;
+}
+
+void prefill_benchmark(benchmark::State& state, const std::string& key, const prefill_kernel& kernel,
+                       turbo3::data_type kv, int d, int len, bool mask) {
   using namespace turbo3;
   const int H = g_config.n_head, HKV = g_config.n_head_kv;
-  const size_t kv_row = row_bytes(kv, head_dim);
-  const size_t kv_bytes = kv_row * static_cast<size_t>(depth) * HKV;  // one of K or V
-  const size_t set_bytes = 2 * kv_bytes;
-  const int copies = static_cast<int>(std::max<size_t>(1, (4 * g_device.l2_bytes + set_bytes - 1) / set_bytes));
-
-  std::vector<decode_buffers> sets(static_cast<size_t>(copies));
-  // One random cache is generated and copied: the copies differ in address, which is what defeats
-  // the L2.
-  void* k_master = nullptr;
-  void* v_master = nullptr;
-  BENCH_CHECK(hipMalloc(&k_master, kv_bytes));
-  BENCH_CHECK(hipMalloc(&v_master, kv_bytes));
-  fill_random(k_master, static_cast<int64_t>(depth) * HKV, head_dim, kv, 1u);
-  fill_random(v_master, static_cast<int64_t>(depth) * HKV, head_dim, kv, 2u);
-  for (auto& s : sets) {
-    BENCH_CHECK(hipMalloc(&s.q, static_cast<size_t>(head_dim) * H * 4));
-    BENCH_CHECK(hipMalloc(&s.out, static_cast<size_t>(head_dim) * H * 4));
-    BENCH_CHECK(hipMalloc(&s.k, kv_bytes));
-    BENCH_CHECK(hipMalloc(&s.v, kv_bytes));
-    fill_random(s.q, H, head_dim, data_type::f32, static_cast<uint32_t>(&s - sets.data()) + 3u);
-    BENCH_CHECK(hipMemcpy(s.k, k_master, kv_bytes, hipMemcpyDeviceToDevice));
-    BENCH_CHECK(hipMemcpy(s.v, v_master, kv_bytes, hipMemcpyDeviceToDevice));
-    attention_params& p = s.params;
-    p.q.data = s.q; p.q.type = data_type::f32;
-    p.q.ne[0] = head_dim; p.q.ne[1] = 1; p.q.ne[2] = H; p.q.ne[3] = 1;
-    p.q.nb[1] = head_dim * 4; p.q.nb[2] = p.q.nb[1]; p.q.nb[3] = p.q.nb[2] * H;
-    for (tensor_view* t : {&p.k, &p.v}) {
-      t->data = t == &p.k ? s.k : s.v;
-      t->type = kv;
-      t->ne[0] = head_dim; t->ne[1] = depth; t->ne[2] = HKV; t->ne[3] = 1;
-      t->nb[1] = kv_row * HKV; t->nb[2] = kv_row; t->nb[3] = kv_bytes;  // token-major, as engines store it
+  prepared_case* c = kept_case(key);
+  if (!c) {
+    g_case = std::make_unique<prepared_case>();
+    c = g_case.get();
+    c->key = key;
+    const size_t qo_bytes = static_cast<size_t>(d) * len * H * 4;      // each of Q and out (f32)
+    const size_t kv_bytes = row_bytes(kv, d) * static_cast<size_t>(len) * HKV;  // each of K and V
+    const size_t mask_bytes = mask ? static_cast<size_t>(len) * len * 2 : 0;
+    const double set_bytes = 2.0 * qo_bytes + 2.0 * kv_bytes + mask_bytes;
+    const int copies = rotation_copies(set_bytes);
+    c->working_set = set_bytes * copies;
+    void* k_master = c->alloc(kv_bytes);
+    void* v_master = c->alloc(kv_bytes);
+    fill_random(k_master, static_cast<int64_t>(len) * HKV, d, kv, 1u);
+    fill_random(v_master, static_cast<int64_t>(len) * HKV, d, kv, 2u);
+    void* m_master = nullptr;
+    if (mask) {
+      m_master = c->alloc(mask_bytes);
+      fill_causal_mask_kernel<<<1024, 256>>>(static_cast<uint16_t*>(m_master), len, len);
+      BENCH_CHECK(hipGetLastError());
     }
-    p.out.data = s.out; p.out.type = data_type::f32;
-    p.out.ne[0] = head_dim; p.out.ne[1] = 1; p.out.ne[2] = H; p.out.ne[3] = 1;
-    p.out.nb[1] = head_dim * 4; p.out.nb[2] = p.out.nb[1]; p.out.nb[3] = p.out.nb[2] * H;
-    p.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  }
-  BENCH_CHECK(hipFree(k_master));
-  BENCH_CHECK(hipFree(v_master));
-
-  hipStream_t stream;
-  BENCH_CHECK(hipStreamCreateWithFlags(&stream, hipStreamNonBlocking));
-  launch_options opt;
-  opt.matrix_cores = matrix;
-  const size_t ws = workspace_bytes(sets[0].params, opt);
-  void* ws_mem = nullptr;
-  BENCH_CHECK(hipMalloc(&ws_mem, arena_allocator::footprint(ws) + 256));
-  arena_allocator arena(ws_mem, arena_allocator::footprint(ws) + 256);
-
-  // Eager run of every set, checked for NaN/Inf.
-  for (auto& s : sets) {
-    arena.reset();
-    if (flash_attention(s.params, arena, stream, opt) != status::ok) {
-      state.SkipWithError("flash_attention failed");
-      return;
-    }
-  }
-  BENCH_CHECK(hipStreamSynchronize(stream));
-  {
-    std::vector<float> out(static_cast<size_t>(head_dim) * H);
-    BENCH_CHECK(hipMemcpy(out.data(), sets[0].out, out.size() * 4, hipMemcpyDeviceToHost));
-    for (float x : out)
-      if (!std::isfinite(x)) {
-        state.SkipWithError("non-finite output");
-        return;
+    std::vector<attention_params> sets(static_cast<size_t>(copies));
+    for (int i = 0; i < copies; ++i) {
+      attention_params& p = sets[static_cast<size_t>(i)];
+      void* q = c->alloc(qo_bytes);
+      void* out = c->alloc(qo_bytes);
+      fill_random(q, static_cast<int64_t>(len) * H, d, data_type::f32, 100u + static_cast<uint32_t>(i));
+      set_q_out(p, q, out, d, len, H);
+      // The copies differ in address, which is what defeats the L2; one copy may be the master.
+      void* k = i == 0 ? k_master : c->alloc(kv_bytes);
+      void* v = i == 0 ? v_master : c->alloc(kv_bytes);
+      if (i > 0) {
+        BENCH_CHECK(hipMemcpy(k, k_master, kv_bytes, hipMemcpyDeviceToDevice));
+        BENCH_CHECK(hipMemcpy(v, v_master, kv_bytes, hipMemcpyDeviceToDevice));
       }
-  }
-  // One graph per set; replays rotate through them.
-  std::vector<hipGraphExec_t> execs;
-  for (auto& s : sets) {
-    hipGraph_t g;
-    hipGraphExec_t e;
-    arena.reset();
-    BENCH_CHECK(hipStreamBeginCapture(stream, hipStreamCaptureModeGlobal));
-    const status st = flash_attention(s.params, arena, stream, opt);
-    BENCH_CHECK(hipStreamEndCapture(stream, &g));
-    if (st != status::ok) {
-      state.SkipWithError("capture failed");
-      return;
+      set_kv(p.k, k, kv, d, len, HKV);
+      set_kv(p.v, v, kv, d, len, HKV);
+      if (mask) {
+        void* m = i == 0 ? m_master : c->alloc(mask_bytes);
+        if (i > 0) BENCH_CHECK(hipMemcpy(m, m_master, mask_bytes, hipMemcpyDeviceToDevice));
+        p.mask.data = m; p.mask.type = data_type::f16;
+        p.mask.ne[0] = len; p.mask.ne[1] = len; p.mask.ne[2] = 1; p.mask.ne[3] = 1;
+        p.mask.nb[1] = static_cast<size_t>(len) * 2; p.mask.nb[2] = p.mask.nb[1] * len; p.mask.nb[3] = p.mask.nb[2];
+      } else {
+        p.causal = true;
+      }
+      p.scale = 1.0f / std::sqrt(static_cast<float>(d));
     }
-    BENCH_CHECK(hipGraphInstantiate(&e, g, nullptr, nullptr, 0));
-    BENCH_CHECK(hipGraphDestroy(g));
-    execs.push_back(e);
+    BENCH_CHECK(hipDeviceSynchronize());
+    build_case(*c, sets, kernel.options);
   }
-  hipEvent_t e0, e1;
-  BENCH_CHECK(hipEventCreate(&e0));
-  BENCH_CHECK(hipEventCreate(&e1));
-  for (int w = 0; w < 3 * copies; ++w) BENCH_CHECK(hipGraphLaunch(execs[w % copies], stream));
-  size_t iter = 0;
-  for (auto _ : state) {
-    BENCH_CHECK(hipEventRecord(e0, stream));
-    BENCH_CHECK(hipGraphLaunch(execs[iter++ % copies], stream));
-    BENCH_CHECK(hipEventRecord(e1, stream));
-    BENCH_CHECK(hipEventSynchronize(e1));
-    float ms = 0;
-    BENCH_CHECK(hipEventElapsedTime(&ms, e0, e1));
-    state.SetIterationTime(ms * 1e-3);
+  if (!time_case(state, *c)) return;
+  const double pairs = 0.5 * static_cast<double>(len) * (len + 1);  // visible query-key pairs
+  const double flops = 4.0 * d * H * pairs;
+  state.counters["tokens_per_s"] = benchmark::Counter(len, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["TFLOPs"] = benchmark::Counter(flops / 1e12, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["flop_per_call"] = flops;
+  state.counters["head_dim"] = d;
+  state.counters["n_head"] = H;
+  state.counters["n_head_kv"] = HKV;
+  state.counters["L"] = len;
+}
+
+// ---- decode -------------------------------------------------------------------------------------
+// The decode kernels: `vec` is what the launcher picks by default; the others force one variant
+// (each falls back to the scalar kernel where it does not apply, e.g. vec-mma at 16 rows). Written
+// against whichever launch_options the headers have: a `vec` variant field, or the older
+// `matrix_cores` switch.
+struct decode_kernel {
+  std::string name;
+  turbo3::launch_options options;
+};
+
+template <class O, class = void>
+struct has_vec_variant : std::false_type {};
+template <class O>
+struct has_vec_variant<O, std::void_t<decltype(std::declval<O&>().vec)>> : std::true_type {};
+template <class O, class = void>
+struct has_matrix_cores : std::false_type {};
+template <class O>
+struct has_matrix_cores<O, std::void_t<decltype(std::declval<O&>().matrix_cores)>> : std::true_type {};
+
+template <class O = turbo3::launch_options>
+std::vector<decode_kernel> decode_kernels() {
+  std::vector<decode_kernel> k = {{"vec", O{}}};
+  if constexpr (has_vec_variant<O>::value) {
+    using V = std::decay_t<decltype(std::declval<O&>().vec)>;
+    const auto with = [](V v) {
+      O o;
+      o.vec = v;
+      return o;
+    };
+    if constexpr (has_scalar<V>::value) k.push_back({"vec-scalar", with(V::scalar)});
+    if constexpr (has_matrix<V>::value) k.push_back({"vec-mma", with(V::matrix)});
+  } else if constexpr (has_matrix_cores<O>::value) {
+    O o;
+    o.matrix_cores = true;
+    k.push_back({"vec-mma", o});
   }
-  const double kv_total = static_cast<double>(set_bytes);
+  return k;
+}
+
+void decode_benchmark(benchmark::State& state, const std::string& key, const decode_kernel& kernel,
+                      turbo3::data_type kv, int d, int depth) {
+  using namespace turbo3;
+  const int H = g_config.n_head, HKV = g_config.n_head_kv;
+  const size_t kv_bytes = row_bytes(kv, d) * static_cast<size_t>(depth) * HKV;  // one of K or V
+  const double set_bytes = 2.0 * kv_bytes;
+  prepared_case* c = kept_case(key);
+  if (!c) {
+    g_case = std::make_unique<prepared_case>();
+    c = g_case.get();
+    c->key = key;
+    const int copies = rotation_copies(set_bytes);
+    c->working_set = set_bytes * copies;
+    void* k_master = c->alloc(kv_bytes);
+    void* v_master = c->alloc(kv_bytes);
+    fill_random(k_master, static_cast<int64_t>(depth) * HKV, d, kv, 1u);
+    fill_random(v_master, static_cast<int64_t>(depth) * HKV, d, kv, 2u);
+    std::vector<attention_params> sets(static_cast<size_t>(copies));
+    for (int i = 0; i < copies; ++i) {
+      attention_params& p = sets[static_cast<size_t>(i)];
+      void* q = c->alloc(static_cast<size_t>(d) * H * 4);
+      void* out = c->alloc(static_cast<size_t>(d) * H * 4);
+      fill_random(q, H, d, data_type::f32, 3u + static_cast<uint32_t>(i));
+      set_q_out(p, q, out, d, 1, H);
+      void* k = i == 0 ? k_master : c->alloc(kv_bytes);
+      void* v = i == 0 ? v_master : c->alloc(kv_bytes);
+      if (i > 0) {
+        BENCH_CHECK(hipMemcpy(k, k_master, kv_bytes, hipMemcpyDeviceToDevice));
+        BENCH_CHECK(hipMemcpy(v, v_master, kv_bytes, hipMemcpyDeviceToDevice));
+      }
+      set_kv(p.k, k, kv, d, depth, HKV);
+      set_kv(p.v, v, kv, d, depth, HKV);
+      p.scale = 1.0f / std::sqrt(static_cast<float>(d));
+    }
+    BENCH_CHECK(hipDeviceSynchronize());
+    build_case(*c, sets, kernel.options);
+  }
+  if (!time_case(state, *c)) return;
   state.counters["tokens_per_s"] = benchmark::Counter(1.0, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["kv_GBps"] = benchmark::Counter(kv_total / 1e9, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["kv_MB"] = kv_total / 1e6;
-  state.counters["copies"] = copies;
+  state.counters["kv_GBps"] = benchmark::Counter(set_bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["kv_MB"] = set_bytes / 1e6;
   state.counters["copy_GBps"] = g_device.copy_gbps;
-  for (auto e : execs) BENCH_CHECK(hipGraphExecDestroy(e));
-  BENCH_CHECK(hipEventDestroy(e0));
-  BENCH_CHECK(hipEventDestroy(e1));
-  BENCH_CHECK(hipStreamDestroy(stream));
-  BENCH_CHECK(hipFree(ws_mem));
-  for (auto& s : sets) {
-    BENCH_CHECK(hipFree(s.q));
-    BENCH_CHECK(hipFree(s.k));
-    BENCH_CHECK(hipFree(s.v));
-    BENCH_CHECK(hipFree(s.out));
-  }
+  state.counters["head_dim"] = d;
+  state.counters["n_head"] = H;
+  state.counters["n_head_kv"] = HKV;
+  state.counters["depth"] = depth;
 }
 
 std::vector<int> parse_list(const char* s) {
@@ -242,23 +501,93 @@ std::vector<int> parse_list(const char* s) {
   return v;
 }
 
+void register_benchmarks() {
+  using turbo3::data_type;
+  const data_type kv_types[] = {data_type::f16, data_type::turbo3};
+  const auto setup = [](benchmark::internal::Benchmark* b) {
+    b->UseManualTime()->Unit(benchmark::kMicrosecond)->MinWarmUpTime(0.05)->MinTime(0.1);
+  };
+  static const std::vector<prefill_kernel> kernels = prefill_kernels();
+  for (bool mask : {false, true}) {
+    if (mask && !g_config.prefill_mask) continue;
+    for (const prefill_kernel& kernel : kernels)
+      for (data_type kv : kv_types)
+        for (int d : g_config.prefill_head_dims)
+          for (int len : g_config.prefill_sizes) {
+            const std::string name = "prefill/" + kernel.name + "/" + turbo3::to_string(kv) +
+                                     (d == 256 ? "" : "/d" + std::to_string(d)) + "/pp" + std::to_string(len) +
+                                     (mask ? "/mask" : "");
+            const prefill_kernel* k = &kernel;
+            setup(benchmark::RegisterBenchmark(name.c_str(), [name, k, kv, d, len, mask](benchmark::State& s) {
+              prefill_benchmark(s, name, *k, kv, d, len, mask);
+            }));
+          }
+  }
+  static const std::vector<decode_kernel> vec_kernels = decode_kernels();
+  for (int d : g_config.head_dims)
+    for (int depth : g_config.depths)
+      for (const decode_kernel& kernel : vec_kernels)
+        for (data_type kv : kv_types) {
+          const std::string name = "decode/" + kernel.name + "/" + turbo3::to_string(kv) + "/d" + std::to_string(d) +
+                                   "/depth" + std::to_string(depth);
+          const decode_kernel* k = &kernel;
+          setup(benchmark::RegisterBenchmark(name.c_str(), [name, k, kv, d, depth](benchmark::State& s) {
+            decode_benchmark(s, name, *k, kv, d, depth);
+          }));
+        }
+}
+
+const char* const usage =
+    "turbo3_bench: prefill and decode attention over f16 and turbo3 K/V (Google Benchmark).\n"
+    "Our flags (then any --benchmark_* flag, e.g. --benchmark_filter=prefill/tile):\n"
+    "  --heads=H            query heads (default 16)\n"
+    "  --kv-heads=H         KV heads (default 8)\n"
+    "  --pp=a,b,...         prefill sizes n_q = n_kv (default 512,2048,4096)\n"
+    "  --prefill-head-dims=a,b  prefill head dims (default 256)\n"
+    "  --mask               also run prefill with a full additive f16 mask (suffix /mask)\n"
+    "  --depths=a,b,...     decode context depths (default 4096,32768,131072)\n"
+    "  --head-dims=a,b      decode head dims (default 128,256)\n";
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Our flags first (--heads=H, --kv-heads=H, --depths=a,b, --head-dims=a,b), then Google Benchmark's.
   std::vector<char*> rest;
   for (int i = 0; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a.rfind("--heads=", 0) == 0) g_config.n_head = std::atoi(a.c_str() + 8);
-    else if (a.rfind("--kv-heads=", 0) == 0) g_config.n_head_kv = std::atoi(a.c_str() + 11);
-    else if (a.rfind("--depths=", 0) == 0) g_config.depths = parse_list(a.c_str() + 9);
-    else if (a.rfind("--head-dims=", 0) == 0) g_config.head_dims = parse_list(a.c_str() + 12);
-    else rest.push_back(argv[i]);
+    const std::string a = argv[i];
+    const auto value = [&](const char* flag) {
+      const size_t n = std::strlen(flag);
+      return a.compare(0, n, flag) == 0 ? a.c_str() + n : nullptr;
+    };
+    if (const char* v = value("--heads=")) g_config.n_head = std::atoi(v);
+    else if (const char* v = value("--kv-heads=")) g_config.n_head_kv = std::atoi(v);
+    else if (const char* v = value("--depths=")) g_config.depths = parse_list(v);
+    else if (const char* v = value("--head-dims=")) g_config.head_dims = parse_list(v);
+    else if (const char* v = value("--pp=")) g_config.prefill_sizes = parse_list(v);
+    else if (const char* v = value("--prefill-head-dims=")) g_config.prefill_head_dims = parse_list(v);
+    else if (a == "--mask") g_config.prefill_mask = true;
+    else if (a == "--help" || a == "-h") {
+      std::printf("%s\n", usage);
+      rest.push_back(argv[i]);  // Google Benchmark prints its own flags
+    } else rest.push_back(argv[i]);
+  }
+  if (g_config.n_head < 1 || g_config.n_head_kv < 1 || g_config.n_head % g_config.n_head_kv != 0) {
+    std::fprintf(stderr, "--heads must be a positive multiple of --kv-heads\n");
+    return 2;
   }
   int n = static_cast<int>(rest.size());
+  register_benchmarks();
   int devices = 0;
   if (hipGetDeviceCount(&devices) != hipSuccess || devices == 0) {
-    std::printf("no GPU found: nothing to benchmark\n");
+    // Listing the cases needs no GPU; running them does.
+    const bool list = std::any_of(rest.begin(), rest.end(),
+                                  [](const char* a) { return std::strncmp(a, "--benchmark_list_tests", 22) == 0; });
+    if (list) {
+      benchmark::Initialize(&n, rest.data());
+      benchmark::RunSpecifiedBenchmarks();
+      benchmark::Shutdown();
+    } else {
+      std::printf("no GPU found: nothing to benchmark\n");
+    }
     return 0;
   }
   hipDeviceProp_t prop;
@@ -269,24 +598,12 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("gpu", g_device.name);
   benchmark::AddCustomContext("l2_bytes", std::to_string(g_device.l2_bytes));
   benchmark::AddCustomContext("copy_GBps", std::to_string(g_device.copy_gbps));
+  benchmark::AddCustomContext("n_head", std::to_string(g_config.n_head));
+  benchmark::AddCustomContext("n_head_kv", std::to_string(g_config.n_head_kv));
   (void)turbo3::init(0);
-  for (int d : g_config.head_dims)
-    for (int depth : g_config.depths)
-      for (bool matrix : {false, true})
-      for (turbo3::data_type kv : {turbo3::data_type::f16, turbo3::data_type::turbo3}) {
-        // vec: the default decode kernel (FMA); vec-mma: the matrix-instruction variant (opt-in).
-        const std::string name = std::string(matrix ? "decode/vec-mma/" : "decode/vec/") + turbo3::to_string(kv) +
-                                 "/d" + std::to_string(d) + "/depth" + std::to_string(depth);
-        benchmark::RegisterBenchmark(name.c_str(), [kv, d, depth, matrix](benchmark::State& s) {
-          decode_benchmark(s, kv, d, depth, matrix);
-        })
-            ->UseManualTime()
-            ->Unit(benchmark::kMicrosecond)
-            ->MinWarmUpTime(0.05)
-            ->MinTime(0.3);
-      }
   benchmark::Initialize(&n, rest.data());
   benchmark::RunSpecifiedBenchmarks();
+  g_case.reset();
   benchmark::Shutdown();
   return 0;
 }
