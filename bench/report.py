@@ -76,9 +76,11 @@ def load(paths, renames):
             if key in samples and samples[key][0]["_path"] != path:
                 del samples[key]  # a later file replaces an earlier one
             row["_path"] = path
+            row["_aggregate"] = b.get("run_type") == "aggregate"
             samples.setdefault(key, []).append(row)
     rows = {}
     for key, rs in samples.items():
+        rs = [x for x in rs if x["_aggregate"]] or rs  # Google Benchmark's median of the repetitions, if any
         r = dict(rs[-1])
         if len(rs) > 1:  # repetitions without aggregates: the median of the repetitions
             r["us"] = median([x["us"] for x in rs])
@@ -89,6 +91,7 @@ def load(paths, renames):
 
 def parse_row(name, b, ctx):
     us = b.get("median_us")
+    stat = "median" if us is not None else "mean"
     if us is None:
         us = b.get("real_time", 0.0) * TO_US.get(b.get("time_unit", "ns"), 1e-3)
     if not us or us <= 0:
@@ -104,7 +107,7 @@ def parse_row(name, b, ctx):
             flops = b.get("flop_per_call") or 4.0 * d * n_head * L * (L + 1) / 2
             return {"family": "prefill", "source": source, "kernel": kernel, "kv": m.group("kv"), "d": d, "L": L,
                     "mask": bool(m.group("mask")), "us": us, "flops": flops, "name": name, "heads": (n_head, n_head_kv),
-                    "gqa": b.get("gqa", ""), "key": ("prefill", kernel, m.group("kv"), d, L, bool(m.group("mask")))}
+                    "gqa": b.get("gqa", ""), "stat": stat, "key": ("prefill", kernel, m.group("kv"), d, L, bool(m.group("mask")))}
     for regex, source in ((DECODE, "ours"), (TORCH_DECODE, "torch")):
         m = regex.match(name)
         if m:
@@ -113,7 +116,7 @@ def parse_row(name, b, ctx):
             copy = b.get("copy_GBps") or float(ctx.get("copy_GBps", 0) or 0)
             return {"family": "decode", "heads": (n_head, n_head_kv), "source": source, "kernel": kernel, "kv": m.group("kv"), "d": d,
                     "depth": depth, "us": us, "bytes": b.get("kv_MB", 0.0) * 1e6, "copy": copy, "name": name,
-                    "gqa": b.get("gqa", ""), "key": ("decode", kernel, m.group("kv"), d, depth)}
+                    "gqa": b.get("gqa", ""), "stat": stat, "key": ("decode", kernel, m.group("kv"), d, depth)}
     return None
 
 
@@ -355,7 +358,11 @@ def main():
     date = args.date or next((str(c["date"])[:10] for c in contexts if c.get("date")),
                              datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"))
     gpu, lines = header(contexts, rows, commit, date)
-    lines.append("Times are medians per call. \"x faster\" / \"x slower\": the row against the f16 row of the same "
+    stats = {r["stat"] for r in rows.values()}
+    timing = "medians per call" if stats == {"median"} else \
+             "means per call (Google Benchmark's)" if stats == {"mean"} else \
+             "medians per call where the JSON has them (`median_us`), Google Benchmark's means otherwise"
+    lines.append(f"Times are {timing}. \"x faster\" / \"x slower\": the row against the f16 row of the same "
                  "kernel, or against a PyTorch backend on the same shape.")
     body = "\n".join(t for t in (prefill_tables(rows), decode_table(rows), skipped_list(skipped)) if t)
     md = "\n".join(lines) + "\n\n" + body
