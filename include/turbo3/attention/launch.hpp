@@ -7,7 +7,9 @@
 #include <cstddef>
 
 #include "turbo3/attention/kernel_args.hpp"
+#include "turbo3/attention/materialize.hpp"
 #include "turbo3/attention/params.hpp"
+#include "turbo3/attention/tile.hpp"
 #include "turbo3/attention/validate.hpp"
 #include "turbo3/attention/vec.hpp"
 #include "turbo3/attention/vec_mma.hpp"
@@ -19,7 +21,7 @@
 namespace turbo3 {
 
 enum class kernel_choice {
-  automatic,    // n_q <= 2: vec; otherwise the prefill kernels (until they exist: vec)
+  automatic,    // n_q <= 2: vec; else tile where it applies, else materialize, else vec
   vec,          // force the decode kernel for any n_q (the "VEC for prefill" baseline)
   tile,         // force the scalar prefill kernel
   materialize,  // force dequantize-to-f16 then the f16 prefill kernel
@@ -231,7 +233,10 @@ inline void launch_vec(const attention_params& p, attention_args a, const vec_pl
 
 inline kernel_choice route(const attention_params& p, const launch_options& opt) {
   if (opt.kernel != kernel_choice::automatic) return opt.kernel;
-  return kernel_choice::vec;  // the prefill kernels route n_q >= 3 once they exist
+  if (p.n_q() <= 2) return kernel_choice::vec;
+  if (tile_supported(p) == status::ok) return kernel_choice::tile;
+  if (materialize_supported(p) == status::ok) return kernel_choice::materialize;
+  return kernel_choice::vec;  // head dims neither prefill route has (512): VEC still serves them
 }
 
 }  // namespace detail
@@ -241,6 +246,8 @@ inline kernel_choice route(const attention_params& p, const launch_options& opt)
 // splits * D) floats, independent of n_kv beyond the split count (at most 256 splits).
 inline size_t workspace_bytes(const attention_params& p, const launch_options& opt = {}) {
   if (validate(p) != status::ok) return 0;
+  if (detail::route(p, opt) == kernel_choice::tile) return 0;  // TILE needs no workspace
+  if (detail::route(p, opt) == kernel_choice::materialize) return detail::materialize_workspace_bytes(p);
   if (detail::route(p, opt) != kernel_choice::vec || detail::vec_supported(p) != status::ok) return 0;
   return detail::make_vec_plan(p, opt, detail::current_multiprocessor_count()).partial_floats * sizeof(float);
 }
@@ -257,6 +264,8 @@ status flash_attention(const attention_params& p, Allocator& allocator, hipStrea
   status s = validate(p);
   if (s != status::ok) return s;
   const kernel_choice kernel = detail::route(p, opt);
+  if (kernel == kernel_choice::tile || kernel == kernel_choice::materialize)
+    return detail::run_prefill(p, allocator, stream, kernel == kernel_choice::materialize);
   if (kernel != kernel_choice::vec) return status::unsupported;
   s = detail::vec_supported(p);
   if (s != status::ok) return s;

@@ -1,0 +1,175 @@
+// Materialize ("stock" prefill): dequantize the K/V views to dense f16 in workspace from the
+// caller's allocator, then run the f16 TILE kernel over the copies. It is the baseline that shows
+// what TILE's inline dequantization saves, and the fallback for views TILE cannot read directly
+// (f16 rows that are not 16-byte aligned).
+//
+// The copies stay in the rotated domain (turbo3-format.md §4: no inverse rotation at dequant
+// time), so the rotations follow the caller's original types exactly as TILE would apply them:
+// Q is rotated when the original K is turbo3 (and rotate_q), the output is un-rotated when the
+// original V is turbo3 (and unrotate_out). The result then matches ref::attention up to the f16
+// rounding of the dequantized values.
+//
+// Workspace: n_seq * n_head_kv * n_kv * D * 2 bytes for each view copied (each rounded up to 256
+// bytes); views TILE can read as they are (16-byte aligned f16) are not copied.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "turbo3/attention/params.hpp"
+#include "turbo3/attention/tile.hpp"
+#include "turbo3/kv/loaders.hpp"
+#include "turbo3/memory.hpp"
+#include "turbo3/platform/device.hpp"
+#include "turbo3/status.hpp"
+
+#if TURBO3_HAS_RUNTIME
+
+namespace turbo3 {
+namespace detail {
+
+inline constexpr int materialize_threads = 256;
+
+struct materialize_plan {
+  bool k = false, v = false;  // which views are copied
+  size_t k_bytes = 0, v_bytes = 0;
+  size_t v_offset = 0;        // of the V copy in the workspace
+  size_t total = 0;           // workspace bytes
+};
+
+inline bool materialize_view(const tensor_view& t) {
+  return t.type == data_type::turbo3 || !tile_rows_aligned16(t);
+}
+
+inline size_t dense_f16_bytes(const tensor_view& t) {
+  return static_cast<size_t>(t.ne[0]) * static_cast<size_t>(t.ne[1]) * static_cast<size_t>(t.ne[2]) *
+         static_cast<size_t>(t.ne[3]) * 2;
+}
+
+inline materialize_plan make_materialize_plan(const attention_params& p) {
+  constexpr size_t align = 256;
+  materialize_plan m;
+  m.k = materialize_view(p.k);
+  m.v = materialize_view(p.v);
+  m.k_bytes = m.k ? (dense_f16_bytes(p.k) + align - 1) / align * align : 0;
+  m.v_bytes = m.v ? (dense_f16_bytes(p.v) + align - 1) / align * align : 0;
+  m.v_offset = m.k_bytes;
+  m.total = m.k_bytes + m.v_bytes;
+  return m;
+}
+
+// Whether the materialize route takes these (validated) params: the f16 TILE kernel's head dims.
+inline status materialize_supported(const attention_params& p) {
+  const int64_t d = p.head_dim_k();
+  if (d != p.head_dim_v() || !tile_head_dim(static_cast<int>(d))) return status::unsupported;
+  if (p.n_seq() > 65535 || p.n_head() > 65535) return status::unsupported;
+  return status::ok;
+}
+
+// One thread per 16-value chunk of a stored row: dequantize (turbo3) or copy (f16 at any 2-byte
+// alignment), write 32 bytes of dense f16. Rows are taken in (token, head, seq) order.
+template <class L>
+TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(materialize_threads)
+    materialize_kernel(const char* src, int64_t nb1, int64_t nb2, int64_t nb3, int n_rows, int n_heads,
+                       int64_t n_chunks, int chunks_per_row, turbo3_lut lut, uint4* dst) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * materialize_threads + threadIdx.x;
+  if (idx >= n_chunks) return;
+  const int64_t row = idx / chunks_per_row;
+  const int c = static_cast<int>(idx % chunks_per_row);
+  const int64_t j = row % n_rows, h = (row / n_rows) % n_heads, s = row / (static_cast<int64_t>(n_rows) * n_heads);
+  const char* src_row = src + j * nb1 + h * nb2 + s * nb3;
+  uint32_t w[8];
+  if constexpr (L::type == data_type::turbo3) {
+    float x[kv::chunk_values];
+    L::decode(L::load_raw(src_row, c), lut, x);
+    const float sc = L::scale(src_row, c * kv::chunk_values / block_values);
+    TURBO3_UNROLL
+    for (int i = 0; i < 8; ++i)
+      w[i] = static_cast<uint32_t>(platform::float_to_half_bits(x[L::slot(2 * i)] * sc)) |
+             (static_cast<uint32_t>(platform::float_to_half_bits(x[L::slot(2 * i + 1)] * sc)) << 16);
+  } else {
+    const uint16_t* h16 = reinterpret_cast<const uint16_t*>(src_row) + c * kv::chunk_values;
+    TURBO3_UNROLL
+    for (int i = 0; i < 8; ++i) w[i] = static_cast<uint32_t>(h16[2 * i]) | (static_cast<uint32_t>(h16[2 * i + 1]) << 16);
+  }
+  uint4* out = dst + 2 * idx;
+  out[0] = make_uint4(w[0], w[1], w[2], w[3]);
+  out[1] = make_uint4(w[4], w[5], w[6], w[7]);
+}
+
+// Dense f16 view over a materialized copy of t.
+inline tensor_view dense_view(const tensor_view& t, void* data) {
+  tensor_view d = t;
+  d.data = data;
+  d.type = data_type::f16;
+  d.nb[0] = 2;
+  d.nb[1] = static_cast<size_t>(t.ne[0]) * 2;
+  d.nb[2] = d.nb[1] * static_cast<size_t>(t.ne[1]);
+  d.nb[3] = d.nb[2] * static_cast<size_t>(t.ne[2]);
+  return d;
+}
+
+inline void launch_materialize_view(const tensor_view& t, const turbo3_lut& lut, void* dst, hipStream_t stream) {
+  const int chunks_per_row = static_cast<int>(t.ne[0] / kv::chunk_values);
+  const int64_t n_chunks = static_cast<int64_t>(t.ne[1]) * t.ne[2] * t.ne[3] * chunks_per_row;
+  const unsigned blocks = static_cast<unsigned>((n_chunks + materialize_threads - 1) / materialize_threads);
+  const char* src = static_cast<const char*>(t.data);
+  const int64_t nb1 = static_cast<int64_t>(t.nb[1]), nb2 = static_cast<int64_t>(t.nb[2]), nb3 = static_cast<int64_t>(t.nb[3]);
+  if (t.type == data_type::turbo3)
+    materialize_kernel<kv::turbo3_loader><<<blocks, materialize_threads, 0, stream>>>(
+        src, nb1, nb2, nb3, static_cast<int>(t.ne[1]), static_cast<int>(t.ne[2]), n_chunks, chunks_per_row, lut,
+        static_cast<uint4*>(dst));
+  else
+    materialize_kernel<kv::f16_loader><<<blocks, materialize_threads, 0, stream>>>(
+        src, nb1, nb2, nb3, static_cast<int>(t.ne[1]), static_cast<int>(t.ne[2]), n_chunks, chunks_per_row, lut,
+        static_cast<uint4*>(dst));
+}
+
+// Runs the materialize route for validated, materialize_supported params; the caller has checked
+// the allocator against capture.
+template <class Allocator>
+status run_materialize(const attention_params& p, Allocator& allocator, hipStream_t stream) {
+  const materialize_plan plan = make_materialize_plan(p);
+  attention_params dense = p;
+  void* workspace = nullptr;
+  if (plan.total > 0) {
+    workspace = allocator.allocate(plan.total, stream);
+    if (!workspace) return status::out_of_memory;
+    const turbo3_lut lut = make_turbo3_lut(p.kv_codebook);
+    char* base = static_cast<char*>(workspace);
+    if (plan.k) {
+      launch_materialize_view(p.k, lut, base, stream);
+      dense.k = dense_view(p.k, base);
+    }
+    if (plan.v) {
+      launch_materialize_view(p.v, lut, base + plan.v_offset, stream);
+      dense.v = dense_view(p.v, base + plan.v_offset);
+    }
+  }
+  status s = hipGetLastError() == hipSuccess ? status::ok : status::runtime_error;
+  if (s == status::ok) s = launch_tile(dense, p.k.type, p.v.type, stream);
+  if (workspace) allocator.deallocate(workspace, plan.total, stream);
+  return s;
+}
+
+// Workspace of the materialize route (0 when every view is already TILE-readable f16).
+inline size_t materialize_workspace_bytes(const attention_params& p) {
+  return materialize_supported(p) == status::ok ? make_materialize_plan(p).total : 0;
+}
+
+// The prefill routes of flash_attention for validated params: TILE (no workspace at all) or
+// materialize. unsupported when the route does not take the shape; capture_unsafe under capture
+// with an allocator that is not capture-safe (for both routes, as for every route).
+template <class Allocator>
+status run_prefill(const attention_params& p, Allocator& allocator, hipStream_t stream, bool materialize) {
+  status s = materialize ? materialize_supported(p) : tile_supported(p);
+  if (s != status::ok) return s;
+  s = check_capture(allocator, stream);
+  if (s != status::ok) return s;
+  return materialize ? run_materialize(p, allocator, stream) : launch_tile(p, p.k.type, p.v.type, stream);
+}
+
+}  // namespace detail
+}  // namespace turbo3
+
+#endif  // TURBO3_HAS_RUNTIME

@@ -1,0 +1,590 @@
+// TILE: the scalar prefill kernel (n_q >= 3). One work-group serves a tile of rows, a row being
+// one (query, query head) pair: every query head of a GQA group is stacked with a run of queries,
+// so one dequantized K/V tile feeds all of them. Per key tile:
+//   1. K rows are read as packed chunks (issued one phase ahead, into registers) and dequantized
+//      straight into a float32 shared-memory tile (turbo3: 16 values per byte-permute lookup, the
+//      block norm multiplied in; f16: widened). No f16 copy of the cache exists anywhere.
+//   2. Scores S = Q K^T on register-blocked micro-tiles (Q in shared memory, prescaled by
+//      scale * log2 e, rotated on load when K is turbo3 and the library rotates).
+//   3. Online softmax in float32, base 2: softcap, mask (ALiBi slope), causal window, per row.
+//   4. V is dequantized into the same shared tile; O += P V on register-blocked micro-tiles.
+// The epilogue adds sinks, normalizes, un-rotates (V turbo3 and the library un-rotates) and stores.
+// Tile shapes (threads, rows, keys, micro-tiles) come from a per-architecture-family table.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "turbo3/attention/params.hpp"
+#include "turbo3/attention/rotate_smem.hpp"
+#include "turbo3/kv/loaders.hpp"
+#include "turbo3/platform/arch.hpp"
+#include "turbo3/platform/device.hpp"
+#include "turbo3/status.hpp"
+
+#if TURBO3_HAS_RUNTIME
+
+namespace turbo3 {
+namespace detail {
+
+// ---- tile shapes ---------------------------------------------------------------------------------
+
+struct tile_shape {
+  int threads;         // work-group size
+  int rows;            // query rows (queries x heads) per work-group
+  int keys;            // keys per K/V tile
+  int s_rows, s_keys;  // score micro-tile of one thread
+  int o_rows, o_dims;  // output micro-tile of one thread (o_dims a multiple of 4)
+  int resident;        // work-groups per multiprocessor the register budget aims for (NVIDIA)
+};
+
+// Per architecture family and head dim. Shared memory: float32 Q tile [rows][D+4], one K/V tile
+// [keys][D+4] (K, then V), the score/probability tile [keys][rows+4] and one float per row.
+// NVIDIA: 2 work-groups of 256 threads per SM (<= 128 registers, <= ~110 KB each). AMD: <= 64 KB
+// LDS per work-group; D = 256 keeps rows at 32 and keys at 16 for that. CDNA3 differs from RDNA
+// only where wave64 needs another lane layout (D = 256).
+TURBO3_HD constexpr tile_shape tile_table(platform::arch_family f, int d) {
+  if (f == platform::arch_family::nvidia) {
+    return d == 64    ? tile_shape{256, 64, 64, 4, 4, 4, 4, 2}
+           : d == 128 ? tile_shape{256, 64, 64, 4, 4, 8, 4, 2}
+                      : tile_shape{256, 64, 32, 4, 2, 8, 8, 2};
+  }
+  if (f == platform::arch_family::cdna3 && d == 256) return tile_shape{128, 32, 16, 2, 2, 4, 16, 1};
+  return d == 64    ? tile_shape{128, 64, 64, 8, 4, 8, 4, 1}
+         : d == 128 ? tile_shape{128, 64, 32, 4, 4, 8, 8, 1}
+                    : tile_shape{128, 32, 16, 2, 2, 8, 8, 1};
+}
+
+TURBO3_HD constexpr bool tile_head_dim(int d) { return d == 64 || d == 128 || d == 256; }
+
+template <int D, int THREADS, int ROWS, int KEYS, int S_ROWS, int S_KEYS, int O_ROWS, int O_DIMS, int RESIDENT>
+struct tile_config {
+  static constexpr int head_dim = D, threads = THREADS, rows = ROWS, keys = KEYS;
+  static constexpr int s_rows = S_ROWS, s_keys = S_KEYS, o_rows = O_ROWS, o_dims = O_DIMS, resident = RESIDENT;
+  static constexpr int qs = D + 4;         // row stride of the Q / K / V tiles (floats)
+  static constexpr int ss = ROWS + 4;      // row stride of the score tile
+  static constexpr int s_tx = KEYS / S_KEYS, s_ty = ROWS / S_ROWS;   // score thread grid
+  static constexpr int o_tx = D / O_DIMS, o_ty = ROWS / O_ROWS;      // output thread grid
+  static constexpr int tpr = THREADS / ROWS;                         // softmax threads per row
+  static constexpr int chunks = D / kv::chunk_values;                // 16-value chunks per row
+  static constexpr int cpt = KEYS * chunks / THREADS;                // chunks each thread loads
+  static constexpr int q_floats = ROWS * qs, kv_floats = KEYS * qs, s_floats = KEYS * ss;
+  static constexpr size_t smem_bytes = sizeof(float) * static_cast<size_t>(q_floats + kv_floats + s_floats + ROWS);
+  static_assert(s_tx * s_ty == THREADS && KEYS % S_KEYS == 0 && ROWS % S_ROWS == 0, "score micro-tiles");
+  static_assert(o_tx * o_ty == THREADS && D % O_DIMS == 0 && ROWS % O_ROWS == 0, "output micro-tiles");
+  static_assert(O_DIMS % 4 == 0 && O_ROWS % 4 == 0, "output micro-tiles are read as float4");
+  static_assert(THREADS % ROWS == 0 && KEYS % tpr == 0 && (tpr & (tpr - 1)) == 0 && tpr <= 32, "softmax rows");
+  static_assert(KEYS * chunks % THREADS == 0 && cpt >= 1, "K/V tile loads");
+  static_assert(D % 4 == 0 && (ROWS * D) % block_values == 0, "rotation groups");
+};
+
+template <int D, platform::arch_family F>
+using tile_config_for =
+    tile_config<D, tile_table(F, D).threads, tile_table(F, D).rows, tile_table(F, D).keys, tile_table(F, D).s_rows,
+                tile_table(F, D).s_keys, tile_table(F, D).o_rows, tile_table(F, D).o_dims, tile_table(F, D).resident>;
+
+// ---- arguments -----------------------------------------------------------------------------------
+
+struct tile_args {
+  const char* q;
+  const char* k;
+  const char* v;
+  const char* mask;    // nullptr: no mask
+  const float* sinks;  // nullptr: no sinks
+  char* out;
+  int64_t q_nb1, q_nb2, q_nb3;
+  int64_t k_nb1, k_nb2, k_nb3;
+  int64_t v_nb1, v_nb2, v_nb3;
+  int64_t mask_nb1, mask_nb2, mask_nb3;
+  int64_t out_nb1, out_nb2, out_nb3;
+  int n_q, n_kv, n_head, n_head_kv, n_seq;
+  int gqa;          // query heads per KV head
+  int hpb;          // query heads per work-group (min(gqa, rows))
+  int head_groups;  // ceil(gqa / hpb)
+  int ncols;        // queries per work-group (rows / hpb)
+  int q_tiles;      // ceil(n_q / ncols)
+  int mask_ne2, mask_ne3;
+  bool q_f16, out_f16, causal;
+  bool rotate_q;      // rotate Q forward on load (K is turbo3, or was before materializing)
+  bool unrotate_out;  // rotate the output back (V is turbo3, or was)
+  float q_prescale;   // scale * log2(e), or scale / softcap with softcap
+  float softcap_post; // softcap * log2(e), 0 without softcap
+  float max_bias;
+  turbo3_lut lut;
+};
+
+// The TILE arguments of a call. k_was / v_was: the storage type of K and V as the caller gave
+// them (they differ from p.k.type / p.v.type once materialized), which decides the rotations.
+inline tile_args make_tile_args(const attention_params& p, int rows, data_type k_was, data_type v_was) {
+  tile_args a{};
+  a.q = static_cast<const char*>(p.q.data);
+  a.k = static_cast<const char*>(p.k.data);
+  a.v = static_cast<const char*>(p.v.data);
+  a.mask = static_cast<const char*>(p.mask.data);
+  a.sinks = p.sinks;
+  a.out = static_cast<char*>(p.out.data);
+  a.q_nb1 = static_cast<int64_t>(p.q.nb[1]); a.q_nb2 = static_cast<int64_t>(p.q.nb[2]); a.q_nb3 = static_cast<int64_t>(p.q.nb[3]);
+  a.k_nb1 = static_cast<int64_t>(p.k.nb[1]); a.k_nb2 = static_cast<int64_t>(p.k.nb[2]); a.k_nb3 = static_cast<int64_t>(p.k.nb[3]);
+  a.v_nb1 = static_cast<int64_t>(p.v.nb[1]); a.v_nb2 = static_cast<int64_t>(p.v.nb[2]); a.v_nb3 = static_cast<int64_t>(p.v.nb[3]);
+  a.mask_nb1 = static_cast<int64_t>(p.mask.nb[1]); a.mask_nb2 = static_cast<int64_t>(p.mask.nb[2]);
+  a.mask_nb3 = static_cast<int64_t>(p.mask.nb[3]);
+  a.out_nb1 = static_cast<int64_t>(p.out.nb[1]); a.out_nb2 = static_cast<int64_t>(p.out.nb[2]);
+  a.out_nb3 = static_cast<int64_t>(p.out.nb[3]);
+  a.n_q = static_cast<int>(p.n_q());
+  a.n_kv = static_cast<int>(p.n_kv());
+  a.n_head = static_cast<int>(p.n_head());
+  a.n_head_kv = static_cast<int>(p.n_head_kv());
+  a.n_seq = static_cast<int>(p.n_seq());
+  a.gqa = a.n_head / a.n_head_kv;
+  a.hpb = a.gqa < rows ? a.gqa : rows;
+  a.head_groups = (a.gqa + a.hpb - 1) / a.hpb;
+  a.ncols = rows / a.hpb;
+  a.q_tiles = (a.n_q + a.ncols - 1) / a.ncols;
+  a.mask_ne2 = p.mask.data ? static_cast<int>(p.mask.ne[2]) : 1;
+  a.mask_ne3 = p.mask.data ? static_cast<int>(p.mask.ne[3]) : 1;
+  a.q_f16 = p.q.type == data_type::f16;
+  a.out_f16 = p.out.type == data_type::f16;
+  a.causal = p.causal;
+  a.rotate_q = p.rotate_q && k_was == data_type::turbo3;
+  a.unrotate_out = p.unrotate_out && v_was == data_type::turbo3;
+  constexpr float log2e = 1.4426950408889634f;
+  a.q_prescale = p.softcap > 0.0f ? p.scale / p.softcap : p.scale * log2e;
+  a.softcap_post = p.softcap > 0.0f ? p.softcap * log2e : 0.0f;
+  a.max_bias = p.max_bias;
+  a.lut = make_turbo3_lut(p.kv_codebook);
+  return a;
+}
+
+// ---- device helpers ------------------------------------------------------------------------------
+
+// Thread (x, y) of a TX x TY grid. Where the shape allows, a warp covers 8 x-positions by
+// warp_size / 8 y-positions, so shared-memory reads of neighbouring lanes fall on distinct banks
+// and rows are broadcast; otherwise plain row-major order.
+template <int TX, int TY>
+TURBO3_DEVICE TURBO3_FORCEINLINE void tile_grid_pos(int tid, int& x, int& y) {
+  constexpr int ws = platform::warp_size;
+  constexpr int lx = TX < 8 ? TX : 8;
+  constexpr int ly = ws / lx;
+  if constexpr (ws % lx == 0 && TX % lx == 0 && TY % ly == 0 && (TX * TY) % ws == 0) {
+    constexpr int wx = TX / lx;
+    const int lane = tid % ws, warp = tid / ws;
+    x = lane % lx + lx * (warp % wx);
+    y = lane / lx + ly * (warp / wx);
+  } else {
+    x = tid % TX;
+    y = tid / TX;
+  }
+}
+
+// rotate_groups_shared over `rows` rows of `groups` 128-value groups each, rows `stride` floats
+// apart (padded tiles). Every thread calls it; it synchronizes internally.
+template <bool Inverse>
+TURBO3_DEVICE void rotate_rows_shared(float* x, int rows, int stride, int groups, int tid, int n_threads) {
+  const int n = rows * groups * block_values;
+  auto at = [&](int g, int j) -> float& { return x[(g / groups) * stride + (g % groups) * block_values + j]; };
+  for (int i = tid; i < n; i += n_threads) {
+    const int j = i & (block_values - 1);
+    at(i / block_values, j) *= Inverse ? rotation_s2(j) : rotation_s1(j);
+  }
+  for (int h = 1; h < block_values; h <<= 1) {
+    platform::sync_threads();
+    for (int p = tid; p < n / 2; p += n_threads) {
+      const int g = p / (block_values / 2), q = p % (block_values / 2);
+      const int j = (q / h) * 2 * h + (q % h);
+      float& lo = at(g, j);
+      float& hi = at(g, j + h);
+      const float a = lo, b = hi;
+      lo = a + b;
+      hi = a - b;
+    }
+  }
+  platform::sync_threads();
+  for (int i = tid; i < n; i += n_threads) {
+    const int j = i & (block_values - 1);
+    float& v = at(i / block_values, j);
+    v = (v * rotation_scale) * (Inverse ? rotation_s1(j) : rotation_s2(j));
+  }
+  platform::sync_threads();
+}
+
+struct tile_row {
+  int query;  // -1: padding row
+  int head;
+};
+
+TURBO3_DEVICE TURBO3_FORCEINLINE tile_row tile_row_of(const tile_args& a, int r, int kv_head, int head_group, int q_tile) {
+  const int c = r / a.hpb, g = head_group * a.hpb + r % a.hpb;
+  const int i = q_tile * a.ncols + c;
+  const bool active = c < a.ncols && i < a.n_q && g < a.gqa;
+  return {active ? i : -1, kv_head * a.gqa + g};
+}
+
+// Packed chunks of one K or V tile, loaded into registers ahead of their use.
+template <class L, int CPT>
+struct tile_raw {
+  typename L::raw_chunk raw[CPT];
+  float scale[CPT];
+};
+
+template <class C, class L>
+TURBO3_DEVICE TURBO3_FORCEINLINE void tile_load_raw(tile_raw<L, C::cpt>& t, const char* head, int64_t nb1, int j0,
+                                                    int n_valid, int tid) {
+  constexpr int scale_values = L::values_per_scale < C::head_dim ? L::values_per_scale : C::head_dim;
+  TURBO3_UNROLL
+  for (int u = 0; u < C::cpt; ++u) {
+    const int idx = tid + C::threads * u;
+    const int jj = idx / C::chunks, c = idx % C::chunks;
+    t.scale[u] = 0.0f;
+    if (jj < n_valid) {
+      const char* row = head + static_cast<int64_t>(j0 + jj) * nb1;
+      t.raw[u] = L::load_raw(row, c);
+      t.scale[u] = L::scale(row, c * kv::chunk_values / scale_values);
+    }
+  }
+}
+
+// Decodes the packed chunks into dst [keys][qs] in natural order, scaled (turbo3: the block norm;
+// the float product of two fp16 values is exact); keys past n_valid become zeros.
+template <class C, class L>
+TURBO3_DEVICE TURBO3_FORCEINLINE void tile_store(const tile_raw<L, C::cpt>& t, float* dst, int n_valid,
+                                                 const turbo3_lut& lut, int tid) {
+  TURBO3_UNROLL
+  for (int u = 0; u < C::cpt; ++u) {
+    const int idx = tid + C::threads * u;
+    const int jj = idx / C::chunks, c = idx % C::chunks;
+    float4* out = reinterpret_cast<float4*>(dst + jj * C::qs + c * kv::chunk_values);
+    if (jj < n_valid) {
+      float x[kv::chunk_values];
+      L::decode(t.raw[u], lut, x);
+      const float s = t.scale[u];
+      TURBO3_UNROLL
+      for (int q = 0; q < kv::chunk_values / 4; ++q)
+        out[q] = make_float4(x[L::slot(4 * q)] * s, x[L::slot(4 * q + 1)] * s, x[L::slot(4 * q + 2)] * s,
+                             x[L::slot(4 * q + 3)] * s);
+    } else {
+      TURBO3_UNROLL
+      for (int q = 0; q < kv::chunk_values / 4; ++q) out[q] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+  }
+}
+
+TURBO3_DEVICE TURBO3_FORCEINLINE float tile_group_max(float v, int width) {
+  for (int o = width / 2; o > 0; o /= 2) v = fmaxf(v, platform::shfl_xor(v, o, width));
+  return v;
+}
+TURBO3_DEVICE TURBO3_FORCEINLINE float tile_group_sum(float v, int width) {
+  for (int o = width / 2; o > 0; o /= 2) v += platform::shfl_xor(v, o, width);
+  return v;
+}
+
+// ---- the kernel ----------------------------------------------------------------------------------
+
+template <int D, class KL, class VL, class C>
+TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_kernel(tile_args a) {
+  static_assert(C::head_dim == D, "config for another head dim");
+  static_assert(KL::type != data_type::turbo3 || D % block_values == 0, "turbo3 K needs D % 128 == 0");
+  static_assert(VL::type != data_type::turbo3 || D % block_values == 0, "turbo3 V needs D % 128 == 0");
+  extern __shared__ float4 tile_smem4[];
+  float* const q_s = reinterpret_cast<float*>(tile_smem4);  // [rows][qs]: Q, later the output rows
+  float* const kv_s = q_s + C::q_floats;                     // [keys][qs]: K tile, then V tile
+  float* const s_s = kv_s + C::kv_floats;                    // [keys][ss]: scores, then probabilities
+  float* const row_s = s_s + C::s_floats;                    // [rows]: rescale factors
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const int q_tile = a.q_tiles - 1 - static_cast<int>(blockIdx.x);  // longest causal tiles first
+  const int kv_head = static_cast<int>(blockIdx.y) / a.head_groups;
+  const int head_group = static_cast<int>(blockIdx.y) % a.head_groups;
+  const int seq = static_cast<int>(blockIdx.z);
+
+  // Keys this work-group can see: with causal, nothing past its last query's diagonal.
+  int kv_end = a.n_kv;
+  if (a.causal) {
+    const int last_query = min(a.n_q - 1, q_tile * a.ncols + a.ncols - 1);
+    kv_end = max(0, min(a.n_kv, last_query + a.n_kv - a.n_q + 1));
+  }
+  const char* const k_head = a.k + kv_head * a.k_nb2 + seq * a.k_nb3;
+  const char* const v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
+
+  // ---- Q tile: prescaled, rotated when asked ---------------------------------------------------
+  for (int idx = tid; idx < C::rows * D; idx += C::threads) {
+    const int r = idx / D, d = idx % D;
+    const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);
+    float v = 0.0f;
+    if (row.query >= 0) {
+      const char* src = a.q + row.query * a.q_nb1 + row.head * a.q_nb2 + seq * a.q_nb3;
+      v = a.q_f16 ? platform::half_to_float(reinterpret_cast<const platform::half*>(src)[d])
+                  : reinterpret_cast<const float*>(src)[d];
+    }
+    q_s[r * C::qs + d] = v * a.q_prescale;
+  }
+  platform::sync_threads();
+  if (a.rotate_q) rotate_rows_shared<false>(q_s, C::rows, C::qs, D / block_values, tid, C::threads);
+
+  // ---- softmax state: thread tid serves row sm_row with sm_sub's share of the keys -------------
+  const int sm_row = tid / C::tpr, sm_sub = tid % C::tpr;
+  const tile_row srow = tile_row_of(a, sm_row, kv_head, head_group, q_tile);
+  int row_end = 0;  // keys [0, row_end) may be visible to this row
+  const platform::half* mask_row = nullptr;
+  float slope = 0.0f;
+  if (srow.query >= 0) {
+    row_end = a.causal ? min(kv_end, srow.query + a.n_kv - a.n_q + 1) : kv_end;
+    if (a.mask) {
+      mask_row = reinterpret_cast<const platform::half*>(a.mask + srow.query * a.mask_nb1 +
+                                                         (srow.head % a.mask_ne2) * a.mask_nb2 +
+                                                         (seq % a.mask_ne3) * a.mask_nb3);
+      slope = platform::exp2_fast(alibi_slope_log2(a.max_bias, srow.head, a.n_head)) * 1.4426950408889634f;
+    }
+  }
+  float m_run = -INFINITY, l_run = 0.0f;
+
+  int s_x, s_y, o_x, o_y;
+  tile_grid_pos<C::s_tx, C::s_ty>(tid, s_x, s_y);
+  tile_grid_pos<C::o_tx, C::o_ty>(tid, o_x, o_y);
+
+  float o[C::o_rows][C::o_dims];
+  TURBO3_UNROLL
+  for (int i = 0; i < C::o_rows; ++i)
+    TURBO3_UNROLL
+    for (int e = 0; e < C::o_dims; ++e) o[i][e] = 0.0f;
+
+  const int n_tiles = (kv_end + C::keys - 1) / C::keys;
+  tile_raw<KL, C::cpt> k_raw;
+  tile_raw<VL, C::cpt> v_raw;
+  if (n_tiles > 0) tile_load_raw<C>(k_raw, k_head, a.k_nb1, 0, min(C::keys, kv_end), tid);
+
+  for (int t = 0; t < n_tiles; ++t) {
+    const int j0 = t * C::keys;
+    const int n_valid = min(C::keys, kv_end - j0);
+    tile_store<C>(k_raw, kv_s, n_valid, a.lut, tid);
+    tile_load_raw<C>(v_raw, v_head, a.v_nb1, j0, n_valid, tid);
+    platform::sync_threads();
+
+    // ---- scores -------------------------------------------------------------------------------
+    {
+      float acc[C::s_rows][C::s_keys];
+      TURBO3_UNROLL
+      for (int i = 0; i < C::s_rows; ++i)
+        TURBO3_UNROLL
+        for (int k = 0; k < C::s_keys; ++k) acc[i][k] = 0.0f;
+      const float* qp = q_s + s_y * C::qs;
+      const float* kp = kv_s + s_x * C::qs;
+#pragma unroll 1
+      for (int d = 0; d < D; d += 4) {
+        float4 qv[C::s_rows], kk[C::s_keys];
+        TURBO3_UNROLL
+        for (int i = 0; i < C::s_rows; ++i) qv[i] = *reinterpret_cast<const float4*>(qp + i * C::s_ty * C::qs + d);
+        TURBO3_UNROLL
+        for (int k = 0; k < C::s_keys; ++k) kk[k] = *reinterpret_cast<const float4*>(kp + k * C::s_tx * C::qs + d);
+        TURBO3_UNROLL
+        for (int i = 0; i < C::s_rows; ++i)
+          TURBO3_UNROLL
+          for (int k = 0; k < C::s_keys; ++k) {
+            acc[i][k] = fmaf(qv[i].x, kk[k].x, acc[i][k]);
+            acc[i][k] = fmaf(qv[i].y, kk[k].y, acc[i][k]);
+            acc[i][k] = fmaf(qv[i].z, kk[k].z, acc[i][k]);
+            acc[i][k] = fmaf(qv[i].w, kk[k].w, acc[i][k]);
+          }
+      }
+      TURBO3_UNROLL
+      for (int i = 0; i < C::s_rows; ++i)
+        TURBO3_UNROLL
+        for (int k = 0; k < C::s_keys; ++k) s_s[(s_x + k * C::s_tx) * C::ss + s_y + i * C::s_ty] = acc[i][k];
+    }
+    platform::sync_threads();
+
+    // V replaces K in the shared tile; the next K tile's loads are issued before the softmax.
+    tile_store<C>(v_raw, kv_s, n_valid, a.lut, tid);
+    if (t + 1 < n_tiles) tile_load_raw<C>(k_raw, k_head, a.k_nb1, j0 + C::keys, min(C::keys, kv_end - j0 - C::keys), tid);
+
+    // ---- online softmax over the tile, one row per tpr threads --------------------------------
+    {
+      constexpr int kpt = C::keys / C::tpr;
+      float s[kpt];
+      float mx = -INFINITY;
+      TURBO3_UNROLL
+      for (int k = 0; k < kpt; ++k) {
+        const int jj = sm_sub + k * C::tpr, j = j0 + jj;
+        float v = s_s[jj * C::ss + sm_row];
+        if (a.softcap_post != 0.0f) v = a.softcap_post * platform::tanh_fast(v);
+        bool visible = j < row_end;
+        if (visible && mask_row) {
+          const float mv = platform::half_to_float(mask_row[j]);
+          if (mv == -INFINITY) visible = false;
+          else v += slope * mv;
+        }
+        s[k] = visible ? v : -INFINITY;
+        mx = fmaxf(mx, s[k]);
+      }
+      mx = tile_group_max(mx, C::tpr);
+      const float m_new = fmaxf(m_run, mx);
+      const float alpha = m_new == -INFINITY ? 1.0f : platform::exp2_fast(m_run - m_new);
+      float sum = 0.0f;
+      TURBO3_UNROLL
+      for (int k = 0; k < kpt; ++k) {
+        const int jj = sm_sub + k * C::tpr;
+        const float p = s[k] == -INFINITY ? 0.0f : platform::exp2_fast(s[k] - m_new);
+        s_s[jj * C::ss + sm_row] = p;
+        sum += p;
+      }
+      sum = tile_group_sum(sum, C::tpr);
+      l_run = l_run * alpha + sum;
+      m_run = m_new;
+      if (sm_sub == 0) row_s[sm_row] = alpha;
+    }
+    platform::sync_threads();
+
+    // ---- O = O * alpha + P V -------------------------------------------------------------------
+    {
+      const int r0 = o_y * C::o_rows;
+      TURBO3_UNROLL
+      for (int i = 0; i < C::o_rows; ++i) {
+        const float al = row_s[r0 + i];
+        TURBO3_UNROLL
+        for (int e = 0; e < C::o_dims; ++e) o[i][e] *= al;
+      }
+      const float* pp = s_s + r0;
+      const float* vp = kv_s + o_x * 4;
+#pragma unroll 1
+      for (int jj = 0; jj < n_valid; ++jj) {
+        float4 pv[C::o_rows / 4], vv[C::o_dims / 4];
+        TURBO3_UNROLL
+        for (int u = 0; u < C::o_rows / 4; ++u) pv[u] = *reinterpret_cast<const float4*>(pp + jj * C::ss + 4 * u);
+        TURBO3_UNROLL
+        for (int u = 0; u < C::o_dims / 4; ++u)
+          vv[u] = *reinterpret_cast<const float4*>(vp + jj * C::qs + u * C::o_tx * 4);
+        const float* pf = reinterpret_cast<const float*>(pv);
+        TURBO3_UNROLL
+        for (int i = 0; i < C::o_rows; ++i)
+          TURBO3_UNROLL
+          for (int u = 0; u < C::o_dims / 4; ++u) {
+            o[i][4 * u + 0] = fmaf(pf[i], vv[u].x, o[i][4 * u + 0]);
+            o[i][4 * u + 1] = fmaf(pf[i], vv[u].y, o[i][4 * u + 1]);
+            o[i][4 * u + 2] = fmaf(pf[i], vv[u].z, o[i][4 * u + 2]);
+            o[i][4 * u + 3] = fmaf(pf[i], vv[u].w, o[i][4 * u + 3]);
+          }
+      }
+    }
+    platform::sync_threads();  // the K/V and score tiles are rewritten by the next tile
+  }
+
+  // ---- epilogue: sink, normalization, un-rotation, store ------------------------------------------
+  if (sm_sub == 0) {
+    float factor = 0.0f;  // a row that saw no key outputs zeros, sink or not
+    if (m_run != -INFINITY) {
+      const float sink = (a.sinks && srow.query >= 0) ? a.sinks[srow.head] * 1.4426950408889634f : -INFINITY;
+      const float m_all = fmaxf(m_run, sink);
+      const float keep = platform::exp2_fast(m_run - m_all);
+      const float denom = l_run * keep + (sink == -INFINITY ? 0.0f : platform::exp2_fast(sink - m_all));
+      factor = keep / denom;
+    }
+    row_s[sm_row] = factor;
+  }
+  platform::sync_threads();
+  {
+    const int r0 = o_y * C::o_rows;
+    TURBO3_UNROLL
+    for (int i = 0; i < C::o_rows; ++i) {
+      const float f = row_s[r0 + i];
+      TURBO3_UNROLL
+      for (int u = 0; u < C::o_dims / 4; ++u)
+        *reinterpret_cast<float4*>(q_s + (r0 + i) * C::qs + (o_x + u * C::o_tx) * 4) =
+            make_float4(o[i][4 * u] * f, o[i][4 * u + 1] * f, o[i][4 * u + 2] * f, o[i][4 * u + 3] * f);
+    }
+  }
+  platform::sync_threads();
+  if (a.unrotate_out) rotate_rows_shared<true>(q_s, C::rows, C::qs, D / block_values, tid, C::threads);
+  for (int idx = tid; idx < C::rows * D; idx += C::threads) {
+    const int r = idx / D, d = idx % D;
+    const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);
+    if (row.query < 0) continue;
+    char* dst = a.out + row.query * a.out_nb1 + row.head * a.out_nb2 + seq * a.out_nb3;
+    const float v = q_s[r * C::qs + d];
+    if (a.out_f16) reinterpret_cast<platform::half*>(dst)[d] = platform::float_to_half(v);
+    else reinterpret_cast<float*>(dst)[d] = v;
+  }
+}
+
+// ---- host side: support, dispatch ------------------------------------------------------------------
+
+inline bool tile_rows_aligned16(const tensor_view& t) {
+  return is_aligned(t.data, 16) && t.nb[1] % 16 == 0 && t.nb[2] % 16 == 0 && t.nb[3] % 16 == 0;
+}
+
+// Whether the TILE kernel takes these (validated) params: D_k == D_v in {64, 128, 256} (64 only
+// with f16 K and V), f16 K/V rows 16-byte aligned, grid dimensions within the hardware limits.
+inline status tile_supported(const attention_params& p) {
+  const int64_t d = p.head_dim_k();
+  if (d != p.head_dim_v() || !tile_head_dim(static_cast<int>(d))) return status::unsupported;
+  if (p.k.type == data_type::f16 && !tile_rows_aligned16(p.k)) return status::unsupported;
+  if (p.v.type == data_type::f16 && !tile_rows_aligned16(p.v)) return status::unsupported;
+  if (p.n_seq() > 65535 || p.n_head() > 65535) return status::unsupported;
+  return status::ok;
+}
+
+template <int D, class KL, class VL, class C>
+status launch_tile_config(const tile_args& a, hipStream_t stream) {
+  // Shared memory past the default 48 KB needs the kernel's limit raised once per process (not a
+  // stream operation, so legal under capture; done on first use).
+  static const bool configured =
+      hipFuncSetAttribute(reinterpret_cast<const void*>(&tile_kernel<D, KL, VL, C>),
+                          hipFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(C::smem_bytes)) == hipSuccess;
+  if (!configured) {
+    (void)hipGetLastError();
+    return status::runtime_error;
+  }
+  const dim3 grid(static_cast<unsigned>(a.q_tiles), static_cast<unsigned>(a.n_head_kv * a.head_groups),
+                  static_cast<unsigned>(a.n_seq));
+  tile_kernel<D, KL, VL, C><<<grid, C::threads, C::smem_bytes, stream>>>(a);
+  return hipGetLastError() == hipSuccess ? status::ok : status::runtime_error;
+}
+
+template <int D, class KL, class VL>
+status launch_tile_family(const tile_args& a, platform::arch_family f, hipStream_t stream) {
+#if defined(TURBO3_PLATFORM_CUDA)
+  (void)f;
+  return launch_tile_config<D, KL, VL, tile_config_for<D, platform::arch_family::nvidia>>(a, stream);
+#else
+  switch (f) {
+    case platform::arch_family::cdna3:
+      return launch_tile_config<D, KL, VL, tile_config_for<D, platform::arch_family::cdna3>>(a, stream);
+    case platform::arch_family::rdna3:
+      return launch_tile_config<D, KL, VL, tile_config_for<D, platform::arch_family::rdna3>>(a, stream);
+    default:
+      return launch_tile_config<D, KL, VL, tile_config_for<D, platform::arch_family::rdna4>>(a, stream);
+  }
+#endif
+}
+
+inline int tile_rows(platform::arch_family f, int d) { return tile_table(f, d).rows; }
+
+// Launches TILE for validated, tile_supported params. k_was / v_was as for make_tile_args.
+inline status launch_tile(const attention_params& p, data_type k_was, data_type v_was, hipStream_t stream) {
+  const platform::arch_family f = platform::current_device_family();
+  const int d = static_cast<int>(p.head_dim_k());
+  const tile_args a = make_tile_args(p, tile_rows(f, d), k_was, v_was);
+  using T3 = kv::turbo3_loader;
+  using F16 = kv::f16_loader;
+  const bool kt = p.k.type == data_type::turbo3, vt = p.v.type == data_type::turbo3;
+  switch (d) {
+    case 64:
+      if (kt || vt) return status::unsupported;
+      return launch_tile_family<64, F16, F16>(a, f, stream);
+    case 128:
+      if (kt && vt) return launch_tile_family<128, T3, T3>(a, f, stream);
+      if (kt) return launch_tile_family<128, T3, F16>(a, f, stream);
+      if (vt) return launch_tile_family<128, F16, T3>(a, f, stream);
+      return launch_tile_family<128, F16, F16>(a, f, stream);
+    case 256:
+      if (kt && vt) return launch_tile_family<256, T3, T3>(a, f, stream);
+      if (kt) return launch_tile_family<256, T3, F16>(a, f, stream);
+      if (vt) return launch_tile_family<256, F16, T3>(a, f, stream);
+      return launch_tile_family<256, F16, F16>(a, f, stream);
+    default:
+      return status::unsupported;
+  }
+}
+
+}  // namespace detail
+}  // namespace turbo3
+
+#endif  // TURBO3_HAS_RUNTIME

@@ -1,0 +1,31 @@
+// AMD ISA compile check of the prefill kernels: every TILE instantiation the launcher can reach on
+// the target being compiled (head dim x K loader x V loader, with the tile shape of the target's
+// architecture family from tile_table) and the materialize kernels. Never launched; amd_check.py
+// reads the resources and fails on unresolved calls or broken assertions below.
+#include "turbo3/attention/materialize.hpp"
+#include "turbo3/attention/tile.hpp"
+
+namespace turbo3 {
+namespace detail {
+using T3 = kv::turbo3_loader;
+using F16 = kv::f16_loader;
+template <int D>
+using native = tile_config_for<D, platform::compiled_family>;
+#define TURBO3_TILE(D, K, V) template __global__ void tile_kernel<D, K, V, native<D>>(tile_args);
+TURBO3_TILE(64, F16, F16)
+TURBO3_TILE(128, T3, T3) TURBO3_TILE(128, T3, F16) TURBO3_TILE(128, F16, T3) TURBO3_TILE(128, F16, F16)
+TURBO3_TILE(256, T3, T3) TURBO3_TILE(256, T3, F16) TURBO3_TILE(256, F16, T3) TURBO3_TILE(256, F16, F16)
+#undef TURBO3_TILE
+template __global__ void materialize_kernel<T3>(const char*, int64_t, int64_t, int64_t, int, int, int64_t, int,
+                                                turbo3_lut, uint4*);
+template __global__ void materialize_kernel<F16>(const char*, int64_t, int64_t, int64_t, int, int, int64_t, int,
+                                                 turbo3_lut, uint4*);
+}  // namespace detail
+}  // namespace turbo3
+
+// The turbo3 D = 256 prefill kernels must not spill on RDNA4 (gfx1201), the first target.
+// amd-check: tile_kernel<256,?turbo3::kv::turbo3_loader,*@gfx1201 max vgpr_spill 0
+// amd-check: tile_kernel<256,?turbo3::kv::turbo3_loader,*@gfx1201 max sgpr_spill 0
+// amd-check: tile_kernel<256,?turbo3::kv::f16_loader,?turbo3::kv::turbo3_loader,*@gfx1201 max vgpr_spill 0
+// amd-check: tile_kernel<256,?turbo3::kv::f16_loader,?turbo3::kv::turbo3_loader,*@gfx1201 max sgpr_spill 0
+// amd-check: materialize_kernel* max scratch 0

@@ -1,0 +1,357 @@
+// Prefill routes against ref::attention on identical quantized bytes, limit NMSE 1e-5: the TILE
+// kernel (inline dequantization) and the materialize route (f16 copy + f16 TILE), forced through
+// launch_options::kernel; the automatic routing; graph capture of prefill calls with the arena;
+// a timing harness (hidden tag [.tile-timing]) for the pp512/2048/4096 comparison.
+#include "attention_problem.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+using namespace turbo3;
+using turbo3_test::attention_case;
+using turbo3_test::attention_problem;
+using turbo3_test::device_buffer;
+
+namespace {
+
+constexpr double nmse_limit = 1e-5;
+turbo3_test::nmse_tracker g_tile, g_materialize;
+
+struct report_at_exit {
+  ~report_at_exit() {
+    if (g_tile.cases)
+      std::printf("TILE: %d cases, worst NMSE %.3e (%s)\n", g_tile.cases, g_tile.worst, g_tile.worst_case.c_str());
+    if (g_materialize.cases)
+      std::printf("materialize: %d cases, worst NMSE %.3e (%s)\n", g_materialize.cases, g_materialize.worst,
+                  g_materialize.worst_case.c_str());
+  }
+} g_report;
+
+const data_type kv_types[2] = {data_type::f16, data_type::turbo3};
+
+launch_options forced(kernel_choice k) {
+  launch_options o;
+  o.kernel = k;
+  return o;
+}
+
+// Runs one case through the given route and compares; the reference runs once per problem.
+void run_case(const attention_case& c, std::mt19937_64& rng, bool tile, bool materialize) {
+  attention_problem prob(c, rng);
+  INFO(c.describe());
+  std::vector<kernel_choice> routes;
+  if (tile) routes.push_back(kernel_choice::tile);
+  if (materialize) routes.push_back(kernel_choice::materialize);
+  for (kernel_choice k : routes) {
+    prob.poison_output();
+    stream_pool_allocator pool;
+    const status s = flash_attention(prob.device_params(), pool, nullptr, forced(k));
+    const char* name = k == kernel_choice::tile ? "tile" : "materialize";
+    INFO(name);
+    REQUIRE(s == status::ok);
+    TURBO3_CHECK_HIP(hipDeviceSynchronize());
+    const double e = prob.compare_with_reference();
+    (k == kernel_choice::tile ? g_tile : g_materialize).record(e, std::string(name) + " " + c.describe());
+    INFO("NMSE " << e);
+    CHECK(e <= nmse_limit);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("TILE: the seed's twelve cases (D=256, 16 heads over 4, mask)", "[tile]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7113);
+  for (int n_kv : {512, 1024})
+    for (int n_q : {3, 4, 6, 64, 128, 256}) {
+      attention_case c;
+      c.head_dim = 256;
+      c.n_head = 16;
+      c.n_head_kv = 4;
+      c.n_kv = n_kv;
+      c.n_q = n_q;
+      c.mask = true;
+      run_case(c, rng, true, true);
+    }
+}
+
+TEST_CASE("TILE: D=128 grid (GQA 1/4/12, n_kv 113/512/1024, n_q 3/32/75, options)", "[tile]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7128);
+  int variant = 0;
+  for (int gqa : {1, 4, 12})
+    for (int n_kv : {113, 512, 1024})
+      for (int n_q : {3, 32, 75}) {
+        attention_case c;
+        c.head_dim = 128;
+        c.n_head_kv = 4;
+        c.n_head = 4 * gqa;
+        c.n_kv = n_kv;
+        c.n_q = n_q;
+        const int opt = variant++ % 6;
+        c.mask = opt != 0 && opt != 5;
+        c.sinks = opt == 2 || opt == 4;
+        c.max_bias = opt == 3 ? 8.0f : 0.0f;
+        c.softcap = opt == 4 ? 2.0f : 0.0f;
+        c.causal = opt == 5 || opt == 1;
+        c.k_type = kv_types[(variant / 2) % 2];
+        c.v_type = kv_types[variant % 2];
+        c.q_type = variant % 3 == 0 ? data_type::f16 : data_type::f32;
+        c.out_type = variant % 5 == 0 ? data_type::f16 : data_type::f32;
+        c.permuted_out = variant % 2 == 0;
+        run_case(c, rng, true, variant % 3 == 0);
+        if (c.k_type != data_type::turbo3 || c.v_type != data_type::turbo3) {
+          c.k_type = c.v_type = data_type::turbo3;
+          run_case(c, rng, true, variant % 3 == 1);
+        }
+      }
+}
+
+TEST_CASE("TILE: odd lengths (n_q and n_kv in 3..1000), causal and masked", "[tile]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x70dd);
+  const int lengths[] = {3, 9, 27, 81, 129, 257, 1000};
+  int variant = 0;
+  for (int n_q : lengths)
+    for (int n_kv : lengths) {
+      attention_case c;
+      c.head_dim = 128;
+      c.n_head = 2;
+      c.n_head_kv = 1;
+      c.n_q = n_q;
+      c.n_kv = n_kv;
+      c.causal = variant % 2 == 0;
+      c.mask = variant % 3 != 0;
+      c.k_type = kv_types[(variant / 2) % 2];
+      c.v_type = kv_types[(variant / 4) % 2];
+      run_case(c, rng, true, variant % 4 == 0);
+      ++variant;
+    }
+}
+
+TEST_CASE("TILE: every K/V pair, both codebooks and both rotation modes, D=128/256, f16 D=64", "[tile]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7cb);
+  for (int d : {128, 256})
+    for (codebook cb : {codebook::lloyd_max, codebook::legacy})
+      for (bool library_rotates : {true, false})
+        for (data_type kt : kv_types)
+          for (data_type vt : kv_types) {
+            attention_case c;
+            c.head_dim = d;
+            c.n_head = 8;
+            c.n_head_kv = 2;
+            c.n_q = 37;
+            c.n_kv = 300;
+            c.cb = cb;
+            c.library_rotates = library_rotates;
+            c.k_type = kt;
+            c.v_type = vt;
+            c.mask = true;
+            c.causal = library_rotates;
+            run_case(c, rng, true, true);
+          }
+  for (int gqa : {1, 16}) {
+    attention_case c;
+    c.head_dim = 64;
+    c.n_head = 2 * gqa;
+    c.n_head_kv = 2;
+    c.n_q = 70;
+    c.n_kv = 333;
+    c.n_seq = 2;
+    c.k_type = c.v_type = data_type::f16;
+    c.mask = true;
+    c.sinks = true;
+    run_case(c, rng, true, true);
+  }
+}
+
+TEST_CASE("TILE: GQA 16 and GQA 8 at D=256, two sequences, sinks, f16 out", "[tile]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7916);
+  for (int gqa : {8, 16}) {
+    attention_case c;
+    c.head_dim = 256;
+    c.n_head = 2 * gqa;
+    c.n_head_kv = 2;
+    c.n_q = 19;
+    c.n_kv = 400;
+    c.n_seq = 2;
+    c.sinks = true;
+    c.causal = true;
+    c.out_type = data_type::f16;
+    c.q_type = data_type::f16;
+    run_case(c, rng, true, true);
+  }
+}
+
+// Small cases for compute-sanitizer (memcheck and racecheck are slow): every K/V pair and head
+// dim, ragged tiles, causal with a mask.
+TEST_CASE("TILE: sanitizer subset", "[tile-san]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x75a);
+  for (int d : {64, 128, 256})
+    for (data_type kt : kv_types)
+      for (data_type vt : kv_types) {
+        if (d == 64 && (kt != data_type::f16 || vt != data_type::f16)) continue;
+        attention_case c;
+        c.head_dim = d;
+        c.n_head = 6;
+        c.n_head_kv = 2;
+        c.n_q = 27;
+        c.n_kv = 81;
+        c.k_type = kt;
+        c.v_type = vt;
+        c.mask = true;
+        c.causal = true;
+        c.sinks = true;
+        run_case(c, rng, true, true);
+      }
+}
+
+TEST_CASE("routing: n_q <= 2 to VEC, else TILE; workspace_bytes per route", "[tile]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7a0);
+  attention_case c;
+  c.head_dim = 256;
+  c.n_head = 8;
+  c.n_head_kv = 2;
+  c.n_kv = 500;
+  c.n_q = 40;
+  c.mask = true;
+  attention_problem prob(c, rng);
+  const attention_params p = prob.device_params();
+  CHECK(workspace_bytes(p) == 0);  // automatic: TILE, no temporaries
+  CHECK(workspace_bytes(p, forced(kernel_choice::tile)) == 0);
+  // materialize: K and V each n_seq * n_head_kv * n_kv * D halves, rounded to 256 bytes
+  const size_t one = (size_t{2} * 500 * 256 * 2 + 255) / 256 * 256;
+  CHECK(workspace_bytes(p, forced(kernel_choice::materialize)) == 2 * one);
+  // automatic routing gives the TILE result
+  prob.poison_output();
+  arena_allocator none;  // an empty arena: any allocation would fail
+  REQUIRE(flash_attention(p, none, nullptr) == status::ok);
+  TURBO3_CHECK_HIP(hipDeviceSynchronize());
+  const double e = prob.compare_with_reference();
+  g_tile.record(e, "automatic " + c.describe());
+  CHECK(e <= nmse_limit);
+  // D = 512 prefill: neither prefill route has it; automatic routing falls back to VEC
+  attention_case big = c;
+  big.head_dim = 512;
+  big.n_q = 5;
+  big.n_kv = 100;
+  attention_problem prob512(big, rng);
+  CHECK(flash_attention(prob512.device_params(), none, nullptr, forced(kernel_choice::tile)) == status::unsupported);
+  CHECK(flash_attention(prob512.device_params(), none, nullptr, forced(kernel_choice::materialize)) ==
+        status::unsupported);
+  stream_pool_allocator pool;
+  prob512.poison_output();
+  REQUIRE(flash_attention(prob512.device_params(), pool, nullptr) == status::ok);
+  TURBO3_CHECK_HIP(hipDeviceSynchronize());
+  CHECK(prob512.compare_with_reference() <= nmse_limit);
+}
+
+namespace {
+
+void capture_prefill(kernel_choice k, attention_problem& prob, std::mt19937_64& rng, const char* name) {
+  hipStream_t stream;
+  TURBO3_CHECK_HIP(hipStreamCreateWithFlags(&stream, hipStreamNonBlocking));
+  const launch_options opt = forced(k);
+  const size_t need = workspace_bytes(prob.device_params(), opt);
+  device_buffer arena_memory(arena_allocator::footprint(need));
+  arena_allocator arena(arena_memory.ptr, arena_memory.bytes);
+  hipGraph_t graph = nullptr;
+  hipGraphExec_t exec = nullptr;
+  TURBO3_CHECK_HIP(hipStreamBeginCapture(stream, hipStreamCaptureModeGlobal));
+  const status s = flash_attention(prob.device_params(), arena, stream, opt);
+  TURBO3_CHECK_HIP(hipStreamEndCapture(stream, &graph));
+  REQUIRE(s == status::ok);
+  CHECK(arena.used() == 0);  // everything returned to the arena
+  TURBO3_CHECK_HIP(hipGraphInstantiate(&exec, graph, nullptr, nullptr, 0));
+  double worst = 0;
+  for (int replay = 0; replay < 5; ++replay) {
+    prob.refill(rng);
+    prob.poison_output();
+    TURBO3_CHECK_HIP(hipGraphLaunch(exec, stream));
+    TURBO3_CHECK_HIP(hipStreamSynchronize(stream));
+    const double e = prob.compare_with_reference();
+    INFO(name << " replay " << replay << " NMSE " << e);
+    REQUIRE(e <= nmse_limit);
+    worst = std::max(worst, e);
+  }
+  std::printf("capture prefill (%s, arena %zu bytes): 5 replays with new Q/K/V, worst NMSE %.3e\n", name, need, worst);
+  TURBO3_CHECK_HIP(hipGraphExecDestroy(exec));
+  TURBO3_CHECK_HIP(hipGraphDestroy(graph));
+  TURBO3_CHECK_HIP(hipStreamDestroy(stream));
+}
+
+}  // namespace
+
+TEST_CASE("capture: prefill (TILE and materialize) with the arena allocator, replayed", "[tile][tile-capture]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7ca9);
+  attention_case c;
+  c.head_dim = 256;
+  c.n_head = 16;
+  c.n_head_kv = 8;
+  c.n_q = 100;
+  c.n_kv = 700;
+  c.causal = true;
+  c.sinks = true;
+  attention_problem prob(c, rng);
+  capture_prefill(kernel_choice::tile, prob, rng, "tile");
+  capture_prefill(kernel_choice::materialize, prob, rng, "materialize");
+  // A non-capture-safe allocator under capture: capture_unsafe, nothing launched.
+  hipStream_t stream;
+  TURBO3_CHECK_HIP(hipStreamCreateWithFlags(&stream, hipStreamNonBlocking));
+  device_allocator plain;
+  hipGraph_t graph = nullptr;
+  TURBO3_CHECK_HIP(hipStreamBeginCapture(stream, hipStreamCaptureModeGlobal));
+  const status s = flash_attention(prob.device_params(), plain, stream, forced(kernel_choice::materialize));
+  TURBO3_CHECK_HIP(hipStreamEndCapture(stream, &graph));
+  CHECK(s == status::capture_unsafe);
+  if (graph) TURBO3_CHECK_HIP(hipGraphDestroy(graph));
+  TURBO3_CHECK_HIP(hipStreamDestroy(stream));
+}
+
+// Timing: D = 256, 16 query heads over 8 KV heads, causal, n_q = n_kv = 512 / 2048 / 4096:
+// turbo3 TILE, f16 TILE, turbo3 materialize, turbo3 forced VEC. Hidden (run explicitly).
+TEST_CASE("timing: prefill pp512/2048/4096", "[.tile-timing]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x71e);
+  hipEvent_t e0, e1;
+  TURBO3_CHECK_HIP(hipEventCreate(&e0));
+  TURBO3_CHECK_HIP(hipEventCreate(&e1));
+  stream_pool_allocator pool;
+  for (int n : {512, 2048, 4096}) {
+    attention_case c;
+    c.head_dim = 256;
+    c.n_head = 16;
+    c.n_head_kv = 8;
+    c.n_q = c.n_kv = n;
+    c.causal = true;
+    attention_problem t3(c, rng);
+    c.k_type = c.v_type = data_type::f16;
+    attention_problem f16(c, rng);
+    struct variant {
+      const char* name;
+      attention_problem* prob;
+      kernel_choice k;
+    } variants[] = {{"turbo3 tile", &t3, kernel_choice::tile},
+                    {"f16 tile", &f16, kernel_choice::tile},
+                    {"turbo3 materialize", &t3, kernel_choice::materialize},
+                    {"turbo3 vec", &t3, kernel_choice::vec}};
+    double us[4];
+    for (int v = 0; v < 4; ++v) {
+      const attention_params p = variants[v].prob->device_params();
+      const launch_options opt = forced(variants[v].k);
+      for (int w = 0; w < 2; ++w) REQUIRE(flash_attention(p, pool, nullptr, opt) == status::ok);
+      const int reps = variants[v].k == kernel_choice::vec && n >= 2048 ? 3 : 10;
+      TURBO3_CHECK_HIP(hipEventRecord(e0, nullptr));
+      for (int r = 0; r < reps; ++r) flash_attention(p, pool, nullptr, opt);
+      TURBO3_CHECK_HIP(hipEventRecord(e1, nullptr));
+      TURBO3_CHECK_HIP(hipEventSynchronize(e1));
+      float ms = 0;
+      TURBO3_CHECK_HIP(hipEventElapsedTime(&ms, e0, e1));
+      us[v] = 1000.0 * ms / reps;
+    }
+    const double flop = 4.0 * c.n_head * c.head_dim * (static_cast<double>(n) * (n + 1) / 2);
+    std::printf("pp%d: turbo3 TILE %.1f us (%.1f TFLOP/s), f16 TILE %.1f us, turbo3 materialize %.1f us, turbo3 VEC %.1f us\n",
+                n, us[0], flop / us[0] * 1e-6, us[1], us[2], us[3]);
+    std::printf("pp%d ratios: TILE/f16-TILE speed %.3fx, TILE vs materialize %.3fx, TILE vs VEC %.2fx\n", n,
+                us[1] / us[0], us[2] / us[0], us[3] / us[0]);
+  }
+  TURBO3_CHECK_HIP(hipEventDestroy(e0));
+  TURBO3_CHECK_HIP(hipEventDestroy(e1));
+}
