@@ -67,6 +67,7 @@ struct bench_config {
   std::vector<int> prefill_sizes = {512, 2048, 4096};
   std::vector<int> prefill_head_dims = {256};
   bool prefill_mask = false;  // also register the /mask variants
+  bool head_major = false;  // K/V layout: head-major instead of token-major
 } g_config;
 
 double measure_copy_bandwidth() {
@@ -298,7 +299,12 @@ void set_kv(turbo3::tensor_view& t, const void* data, turbo3::data_type kv, int 
   const size_t row = turbo3::row_bytes(kv, d);
   t.data = data; t.type = kv;
   t.ne[0] = d; t.ne[1] = n_kv; t.ne[2] = hkv; t.ne[3] = 1;
-  t.nb[1] = row * hkv; t.nb[2] = row; t.nb[3] = row * hkv * n_kv;
+  if (g_config.head_major) {  // each head's rows contiguous
+    t.nb[1] = row; t.nb[2] = row * n_kv;
+  } else {  // token-major, as engines store a cache: the rows of all KV heads of a token adjacent
+    t.nb[1] = row * hkv; t.nb[2] = row;
+  }
+  t.nb[3] = row * hkv * n_kv;
 }
 
 // ---- prefill ------------------------------------------------------------------------------------
@@ -565,6 +571,7 @@ int main(int argc, char** argv) {
     else if (const char* v = value("--pp=")) g_config.prefill_sizes = parse_list(v);
     else if (const char* v = value("--prefill-head-dims=")) g_config.prefill_head_dims = parse_list(v);
     else if (a == "--mask") g_config.prefill_mask = true;
+    else if (a == "--head-major") g_config.head_major = true;
     else if (a == "--help" || a == "-h") {
       std::printf("%s\n", usage);
       rest.push_back(argv[i]);  // Google Benchmark prints its own flags

@@ -154,7 +154,7 @@ TEST_CASE("VEC: D=512 and D=64, GQA up to 16, two sequences", "[vec]") {
 TEST_CASE("VEC: the matrix-instruction kernel (opt-in) on every K/V pair", "[vec]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x5ca1);
   launch_options matrix;
-  matrix.matrix_cores = true;
+  matrix.vec = vec_variant::matrix;
   for (int d : {128, 256})
     for (data_type kt : kv_types)
       for (data_type vt : kv_types) {
@@ -185,5 +185,50 @@ TEST_CASE("VEC: odd lengths", "[vec]") {
     c.mask = true;
     c.sinks = n_kv % 2 == 1;
     run_vec_case(c, rng);
+  }
+}
+
+TEST_CASE("VEC: the warp kernel over row layouts, shifts, GQA, options; the scalar kernel forced", "[vec]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x3a4b);
+  launch_options warp, scalar;
+  warp.vec = vec_variant::warp;
+  scalar.vec = vec_variant::scalar;
+  int variant = 0;
+  // One KV head gives a 50-byte row stride at D = 128 (copied in 2-byte units); two and three KV
+  // heads give word-aligned strides with rows starting on 2-byte boundaries for odd heads.
+  for (int d : {128, 256})
+    for (int n_head_kv : {1, 2, 3})
+      for (int gqa : {1, 2, 4, 8})
+        for (int n_q : {1, 2}) {
+          if (gqa * n_q > 8) continue;
+          attention_case c;
+          c.head_dim = d;
+          c.n_head_kv = n_head_kv;
+          c.n_head = n_head_kv * gqa;
+          c.n_q = n_q;
+          c.n_kv = 37 + 401 * (variant % 5);  // partial groups of 16 keys, uneven warps
+          const int opt = variant++ % 6;
+          c.mask = opt == 1 || opt == 3;
+          c.sinks = opt == 2;
+          c.max_bias = opt == 3 ? 8.0f : 0.0f;
+          c.softcap = opt == 4 ? 2.0f : 0.0f;
+          c.causal = opt == 5 || n_q == 2;
+          c.k_type = c.v_type = data_type::turbo3;
+          c.q_type = variant % 3 == 0 ? data_type::f16 : data_type::f32;
+          c.library_rotates = variant % 4 != 0;
+          c.cb = variant % 7 == 0 ? codebook::legacy : codebook::lloyd_max;
+          run_vec_case(c, rng, warp);
+          if (variant % 3 == 0) run_vec_case(c, rng, scalar);
+        }
+  attention_case c;  // many splits of one tile each, and one split covering everything
+  c.head_dim = 256;
+  c.n_head = 16;
+  c.n_head_kv = 8;
+  c.n_kv = 4099;
+  c.k_type = c.v_type = data_type::turbo3;
+  for (int splits : {1, 7, 33}) {
+    launch_options o = warp;
+    o.kv_splits = splits;
+    run_vec_case(c, rng, o);
   }
 }

@@ -13,6 +13,7 @@
 #include "turbo3/attention/validate.hpp"
 #include "turbo3/attention/vec.hpp"
 #include "turbo3/attention/vec_mma.hpp"
+#include "turbo3/attention/vec_warp.hpp"
 #include "turbo3/memory.hpp"
 #include "turbo3/status.hpp"
 
@@ -27,12 +28,19 @@ enum class kernel_choice {
   materialize,  // force dequantize-to-f16 then the f16 prefill kernel
 };
 
+// Which decode (VEC) kernel runs. Each falls back to `scalar` where it does not apply.
+enum class vec_variant {
+  automatic,  // `warp` where it applies, else `scalar`
+  scalar,     // FMA kernel: every head dim, K/V type pair and row count
+  matrix,     // block-synchronous matrix-instruction kernel (NVIDIA; D 128/256, up to 8 rows)
+  warp,       // warp-owned key ranges, asynchronous staging, matrix instructions (NVIDIA; turbo3
+              // K and V, D 128/256, up to 8 rows)
+};
+
 struct launch_options {
   kernel_choice kernel = kernel_choice::automatic;
   int kv_splits = 0;  // VEC split-KV count; 0 chooses from the device's multiprocessor count
-  // VEC on matrix instructions (NVIDIA mma) where the target has them. Off by default: on an H200
-  // it is faster for f16 K/V only at long contexts and slower for turbo3 (bench/RESULTS.md).
-  bool matrix_cores = false;
+  vec_variant vec = vec_variant::automatic;
 };
 
 namespace detail {
@@ -62,10 +70,31 @@ inline int current_multiprocessor_count() {
   return multiprocessor_count(device);
 }
 
+// Work-groups of a kernel resident per multiprocessor (queried once per instantiation: registers
+// and shared memory decide it, and they differ between architectures).
+template <class Kernel>
+int resident_blocks(Kernel kernel, int threads, int fallback) {
+  int n = 0;
+  if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, 0) != hipSuccess || n <= 0) {
+    (void)hipGetLastError();
+    n = fallback;
+  }
+  return n;
+}
+
+inline int vec_warp_resident_blocks(int head_dim) {
+  if constexpr (platform::has_mma_m16n8k16) {
+    static const int d128 = resident_blocks(vec_warp_kernel<128>, vec_threads, vec_warp_min_blocks);
+    static const int d256 = resident_blocks(vec_warp_kernel<256>, vec_threads, vec_warp_min_blocks);
+    return head_dim == 128 ? d128 : d256;
+  }
+  return vec_warp_min_blocks;
+}
+
 // How a VEC call is laid out: rows per work-group, queries per work-group, head and KV splits.
 struct vec_plan {
   int head_dim = 0;
-  bool matrix = false;   // the matrix-instruction VEC kernel
+  vec_variant variant = vec_variant::scalar;  // resolved: scalar, matrix or warp
   int rows = 0;          // NR: padded rows per work-group
   int ncols = 1;
   int head_splits = 1;
@@ -107,16 +136,27 @@ inline vec_plan make_vec_plan(const attention_params& p, const launch_options& o
   const int heads_per_block = gqa / plan.head_splits;
   plan.ncols = (p.n_q() >= 2 && 2 * heads_per_block <= max_rows) ? 2 : 1;
   plan.rows = next_pow2(heads_per_block * plan.ncols);
-  plan.matrix = opt.matrix_cores && platform::has_mma_m16n8k16 && vec_mma_head_dim(plan.head_dim) &&
-                plan.rows <= vec_mma_rows;
-  if (plan.matrix) plan.rows = vec_mma_rows;
+  const bool mma_rows = platform::has_mma_m16n8k16 && vec_mma_head_dim(plan.head_dim) && plan.rows <= vec_mma_rows;
+  const bool turbo3_kv = p.k.type == data_type::turbo3 && p.v.type == data_type::turbo3;
+  if (opt.vec == vec_variant::matrix && mma_rows) {
+    plan.variant = vec_variant::matrix;
+    plan.rows = vec_mma_rows;
+  } else if ((opt.vec == vec_variant::automatic || opt.vec == vec_variant::warp) && mma_rows && turbo3_kv &&
+             vec_warp_head_dim(plan.head_dim)) {
+    plan.variant = vec_variant::warp;
+    plan.rows = vec_warp_rows;
+  }
   plan.q_tiles = static_cast<int>((p.n_q() + plan.ncols - 1) / plan.ncols);
   const int n_tiles = static_cast<int>((p.n_kv() + vec_tile - 1) / vec_tile);
   const int64_t base_blocks = p.n_seq() * p.n_head_kv() * plan.head_splits * plan.q_tiles;
   int splits = opt.kv_splits;
   if (splits <= 0) {
-    const int64_t target = 4 * static_cast<int64_t>(multiprocessors);  // a few resident work-groups per SM
-    splits = static_cast<int>((target + base_blocks - 1) / base_blocks);
+    // One full wave: as many work-groups as fit at once (a second, partial wave would leave most
+    // of the GPU idle while it runs). The scalar and block-synchronous kernels fit 4 per SM.
+    const int per_sm = plan.variant == vec_variant::warp ? vec_warp_resident_blocks(plan.head_dim) : 4;
+    const int64_t target = per_sm * static_cast<int64_t>(multiprocessors);
+    splits = static_cast<int>(target / base_blocks);
+    if (splits < 1) splits = 1;
   }
   splits = splits < 1 ? 1 : splits > vec_max_splits ? vec_max_splits : splits;
   splits = splits > n_tiles ? n_tiles : splits;
@@ -195,8 +235,17 @@ template <int D>
 void launch_vec_types(const attention_args& a, const vec_plan& plan, data_type k, data_type v, hipStream_t stream) {
   using T3 = kv::turbo3_loader;
   using F16 = kv::f16_loader;
+  if constexpr (platform::has_mma_m16n8k16 && vec_warp_head_dim(D)) {
+    if (plan.variant == vec_variant::warp) {
+      const dim3 grid(static_cast<unsigned>(plan.n_splits), static_cast<unsigned>(a.n_head_kv * plan.head_splits),
+                      static_cast<unsigned>(a.n_seq * plan.q_tiles));
+      const bool word_rows = a.k_nb1 % 4 == 0 && a.v_nb1 % 4 == 0;
+      vec_warp_kernel<D><<<grid, vec_threads, 0, stream>>>(a, plan.head_splits, word_rows);
+      return;
+    }
+  }
   if constexpr (platform::has_mma_m16n8k16 && vec_mma_head_dim(D)) {
-    if (plan.matrix) {
+    if (plan.variant == vec_variant::matrix) {
       if (k == data_type::turbo3 && v == data_type::turbo3) return launch_vec_mma<D, T3, T3>(a, plan, stream);
       if (k == data_type::turbo3) return launch_vec_mma<D, T3, F16>(a, plan, stream);
       if (v == data_type::turbo3) return launch_vec_mma<D, F16, T3>(a, plan, stream);
@@ -254,6 +303,8 @@ inline size_t workspace_bytes(const attention_params& p, const launch_options& o
 
 // One-time setup outside any capture: caches the device's properties.
 inline status init(int device) {
+  (void)detail::vec_warp_resident_blocks(128);  // occupancy queries, cached
+  (void)detail::vec_warp_resident_blocks(256);
   return detail::multiprocessor_count(device) > 0 ? status::ok : status::runtime_error;
 }
 

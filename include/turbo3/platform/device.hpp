@@ -13,6 +13,13 @@
 #define TURBO3_GLOBAL __global__
 #define TURBO3_FORCEINLINE __forceinline__
 #define TURBO3_LAUNCH_BOUNDS(n) __launch_bounds__(n)
+// Also asks for `min_blocks` resident work-groups per multiprocessor (NVIDIA: caps registers).
+// HIP's second argument means waves per execution unit instead, so AMD builds pass only n.
+#if defined(TURBO3_PLATFORM_CUDA)
+#define TURBO3_LAUNCH_BOUNDS_MIN(n, min_blocks) __launch_bounds__(n, min_blocks)
+#else
+#define TURBO3_LAUNCH_BOUNDS_MIN(n, min_blocks) __launch_bounds__(n)
+#endif
 #else
 #define TURBO3_HD
 #define TURBO3_DEVICE
@@ -70,6 +77,15 @@ TURBO3_DEVICE TURBO3_FORCEINLINE T shfl(T v, int src_lane, int width = warp_size
   return __shfl_sync(0xffffffffu, v, src_lane, width);
 #else
   return __shfl(v, src_lane, width);
+#endif
+}
+
+// True on every lane if `pred` holds on any lane of the warp (wavefront).
+TURBO3_DEVICE TURBO3_FORCEINLINE bool any_in_warp(bool pred) {
+#if defined(TURBO3_PLATFORM_CUDA)
+  return __any_sync(0xffffffffu, pred) != 0;
+#else
+  return __any(pred) != 0;
 #endif
 }
 

@@ -39,7 +39,14 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_m16n8k16(float c[4], const uint32_t a[
 
 // Two floats to a packed fp16 pair (round to nearest even), low half first.
 TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t pack_half2(float lo, float hi) {
+#if defined(TURBO3_PLATFORM_CUDA)
+  const __half2 h = __floats2half2_rn(lo, hi);  // one conversion instruction for both
+  uint32_t bits;
+  memcpy(&bits, &h, 4);
+  return bits;
+#else
   return static_cast<uint32_t>(float_to_half_bits(lo)) | (static_cast<uint32_t>(float_to_half_bits(hi)) << 16);
+#endif
 }
 
 }  // namespace platform

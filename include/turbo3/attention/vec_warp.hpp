@@ -1,0 +1,337 @@
+// VEC for turbo3 K and V on matrix instructions, with warps that own their keys end to end.
+//
+// The block-synchronous VEC kernels stall on their loads: every tile passes three work-group
+// barriers, so no warp runs ahead and the loads of one tile never overlap the math of another.
+// Here each warp takes every n_warps-th group of 16 keys of the work-group's split and does
+// everything for it alone: it stages the group's raw K and V bytes into its own shared-memory
+// ring with asynchronous copies (stages - 1 groups ahead), computes the 16 x 8 score fragment
+// (keys x query rows) with m16n8k16 multiply-adds on fp16 levels produced by byte permutes, runs
+// the online softmax in registers, and accumulates O^T (dims x rows) += V^T P^T with a second set
+// of multiply-adds. Warps synchronize with each other only at the start (Q) and at the end, where
+// their partial results merge into the split's one partial row per query row.
+//
+// Fragment layouts follow platform/mma.hpp (lane g = l / 4, t = l % 4). Scores: lane (g, t) holds
+// keys g and g + 8 and, per 128-value block b, chunks 8b+t and 8b+t+4, whose slots map to the
+// fragment's K index (a free permutation of a dot product, shared by the Q fragment). Values:
+// m-tile (b, s) holds chunk 8b+g, slots s and s+8; P^T of block b carries p * norm_b.
+// Up to 8 query rows (heads of a GQA group x queries); turbo3 K and V; D = 128 or 256.
+#pragma once
+
+#include "turbo3/attention/vec.hpp"
+#include "turbo3/platform/async_copy.hpp"
+#include "turbo3/platform/mma.hpp"
+
+#if TURBO3_HAS_RUNTIME
+
+namespace turbo3 {
+namespace detail {
+
+inline constexpr int vec_warp_rows = 8;  // the fragment's N
+// Work-groups per multiprocessor the kernel is compiled for (a register cap of 128 on NVIDIA):
+// decode needs resident warps to hide the latency of its dependent unpack, mma and softmax chains.
+inline constexpr int vec_warp_min_blocks = 4;
+
+TURBO3_HD constexpr bool vec_warp_head_dim(int d) { return d == 128 || d == 256; }
+
+template <int D>
+struct vec_warp_config {
+  static constexpr int NR = vec_warp_rows;
+  static constexpr int blocks = D / block_values;
+  static constexpr int group = 16;   // keys per warp step: the score fragment's M, the value fragment's K
+  static constexpr int stages = 3;   // shared-memory ring per warp: stages - 1 groups in flight
+  static constexpr int n_warps = vec_threads / 32;
+  static constexpr int m_tiles = D / 16;
+  static constexpr int row_bytes = blocks * static_cast<int>(block_bytes);
+  // A staged row starts 0 or 2 bytes into its first word, so shared and global words line up
+  // (4-byte copies need both sides aligned); the pitch leaves room for that shift.
+  static constexpr int pitch = (row_bytes + 2 + 3) / 4 * 4;
+  static constexpr int max_row_words = (row_bytes + 2 + 3) / 4;   // words a row touches at most
+  static constexpr int lanes_per_row = max_row_words > 16 ? 32 : 16;
+  static constexpr int rows_per_pass = 32 / lanes_per_row;
+  static constexpr int passes = group / rows_per_pass;
+  static constexpr int tile_bytes = group * pitch;       // one group of K (or V) rows
+  static constexpr int stage_bytes = 2 * tile_bytes;     // K, then V
+  static constexpr int staging_bytes = n_warps * stages * stage_bytes;
+  static constexpr int query_bytes = 2 * NR * D * 4;     // Q rows and the rotation's scratch
+  static constexpr int merge_bytes = n_warps * NR * (D + 2) * 4;
+  static constexpr int max2(int x, int y) { return x > y ? x : y; }
+  static constexpr int smem_bytes = max2(staging_bytes, max2(query_bytes, merge_bytes));
+  static constexpr int w_floats = blocks * group * NR;   // per warp: p * norm, [block][key][row]
+  static constexpr int q_frags = blocks * 2 * 4;         // Q fragments per lane: [block][half][k-step]
+  static_assert(vec_warp_head_dim(D), "turbo3 VEC on matrix instructions covers D = 128 and 256");
+  static_assert(max_row_words <= 32, "one row per warp pass at most");
+  static_assert(vec_threads % 32 == 0, "whole warps");
+  // The natural index of the value in decoded slot s of a chunk.
+  TURBO3_HD static constexpr int value_of_slot(int s) { return s < 8 ? 2 * s : 2 * (s - 8) + 1; }
+};
+
+// `word_rows`: the K and V row strides are multiples of 4 bytes, so every row of a head has the
+// same alignment and is staged with 4-byte asynchronous copies, one lane per word (a row of 50-byte
+// blocks may start on a 2-byte boundary: the copy then begins 2 bytes early, inside the word that
+// holds the row's first byte, and a last half word is read alone and zero-filled). Otherwise rows
+// are copied in 2-byte units with ordinary loads (correct for any layout, but not overlapped).
+template <int D>
+TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) vec_warp_kernel(attention_args a, int head_splits, bool word_rows) {
+  using C = vec_warp_config<D>;
+  using L = kv::turbo3_loader;
+  constexpr int NR = C::NR;
+  constexpr int G = C::group;
+  __shared__ __align__(16) unsigned char smem[C::smem_bytes];
+  __shared__ float w_all[C::n_warps][C::w_floats];
+  // Q fragments in shared memory rather than registers (they would cost 32 registers at D = 256
+  // and a fourth resident work-group): [fragment][lane], one 8-byte pair per lane, conflict-free.
+  __shared__ uint2 q_frag[C::q_frags][32];
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  const vec_context x = make_vec_context(a, head_splits);
+
+  // ---- Q fragments (B operand of the scores): row g, chunk 8b+t+4h, k-step k --------------------
+  {
+    float* q_s = reinterpret_cast<float*>(smem);
+    load_queries<D, L, NR>(a, x, q_s, q_s + NR * D, tid);
+    for (int f = warp; f < C::q_frags; f += C::n_warps) {
+      const int b = f / 8, h = (f / 4) % 2, k = f % 4;
+      const float* q = q_s + g * D + (8 * b + t + 4 * h) * kv::chunk_values + 4 * k;
+      q_frag[f][lane] = make_uint2(platform::pack_half2(q[0], q[1]), platform::pack_half2(q[2], q[3]));
+    }
+    platform::sync_threads();  // the staging ring reuses q_s
+  }
+
+  // ---- this warp's groups: warp, warp + n_warps, ... of the split's key range -----------------
+  const int range_begin = x.tile_begin * vec_tile;
+  const int range_end = min(x.tile_end * vec_tile, x.kv_end);
+  const int n_groups = range_end > range_begin ? (range_end - range_begin + G - 1) / G : 0;
+  const int my_groups = n_groups > warp ? (n_groups - warp + C::n_warps - 1) / C::n_warps : 0;
+  unsigned char* ring = smem + warp * C::stages * C::stage_bytes;
+  float* w_s = w_all[warp];
+
+  auto group_start = [&](int i) { return range_begin + (warp + i * C::n_warps) * G; };
+  const int k_shift = word_rows ? static_cast<int>(reinterpret_cast<uintptr_t>(x.k_head) & 2) : 0;
+  const int v_shift = word_rows ? static_cast<int>(reinterpret_cast<uintptr_t>(x.v_head) & 2) : 0;
+  // Rows j0 .. j0+n-1 of one head into dst (row r at r * pitch + shift).
+  const int copy_word = lane % C::lanes_per_row, copy_row = lane / C::lanes_per_row;
+  auto copy_rows = [&](unsigned char* dst, const char* head, int64_t nb1, int shift, int j0, int n) {
+    if (word_rows) {
+      const int span = C::row_bytes + shift;                  // bytes from the first word's start
+      const int words = (span + 3) / 4;
+      const int src_bytes = copy_word == words - 1 && (span & 3) ? 2 : 4;
+      const bool copies = copy_word < words;
+      const char* src = head + static_cast<int64_t>(j0 + copy_row) * nb1 - shift + 4 * copy_word;
+      unsigned char* d = dst + copy_row * C::pitch + 4 * copy_word;
+      const int64_t step = C::rows_per_pass * nb1;
+      TURBO3_UNROLL
+      for (int pass = 0; pass < C::passes; ++pass) {
+        if (copies && copy_row + pass * C::rows_per_pass < n)
+          platform::async_copy4(d + pass * C::rows_per_pass * C::pitch, src, src_bytes);
+        src += step;
+      }
+    } else {
+      for (int r = copy_row; r < n; r += C::rows_per_pass) {
+        const uint16_t* src = reinterpret_cast<const uint16_t*>(head + static_cast<int64_t>(j0 + r) * nb1);
+        uint16_t* d = reinterpret_cast<uint16_t*>(dst + r * C::pitch);
+        for (int c = copy_word; c < C::row_bytes / 2; c += C::lanes_per_row) d[c] = src[c];
+      }
+    }
+  };
+  auto stage = [&](int i) {
+    if (i < my_groups) {
+      const int j0 = group_start(i);
+      const int n = min(G, range_end - j0);
+      unsigned char* dst = ring + (i % C::stages) * C::stage_bytes;
+      copy_rows(dst, x.k_head, a.k_nb1, k_shift, j0, n);
+      copy_rows(dst + C::tile_bytes, x.v_head, a.v_nb1, v_shift, j0, n);
+    }
+    platform::async_commit();  // one group per step, empty or not, so the wait count stays exact
+  };
+
+  // The rows this lane's score and value fragments touch: 2t and 2t+1.
+  vec_row rows[2];
+  float slope[2];
+  const platform::half* mask_row[2];
+  TURBO3_UNROLL
+  for (int e = 0; e < 2; ++e) {
+    rows[e] = vec_row_of(a, 2 * t + e, x.kv_head, x.head_split, x.q_tile, x.heads_per_block);
+    slope[e] = exp2f(alibi_slope_log2(a.max_bias, rows[e].head, a.n_head)) * log2e;
+    mask_row[e] = a.mask && rows[e].query >= 0
+                      ? reinterpret_cast<const platform::half*>(a.mask + rows[e].query * a.mask_nb1 +
+                                                                (rows[e].head % a.mask_ne2) * a.mask_nb2 +
+                                                                (x.seq % a.mask_ne3) * a.mask_nb3)
+                      : nullptr;
+  }
+  const int causal_shift = a.n_kv - a.n_q;  // key j is visible to query i iff j <= i + causal_shift
+
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
+  float acc[C::m_tiles][4];
+  TURBO3_UNROLL
+  for (int m = 0; m < C::m_tiles; ++m)
+    TURBO3_UNROLL
+    for (int i = 0; i < 4; ++i) acc[m][i] = 0.0f;
+
+  TURBO3_UNROLL
+  for (int i = 0; i < C::stages - 1; ++i) stage(i);
+
+  for (int i = 0; i < my_groups; ++i) {
+    stage(i + C::stages - 1);
+    platform::async_wait<C::stages - 1>();
+    platform::sync_warp();
+    const char* k_tile = reinterpret_cast<const char*>(ring + (i % C::stages) * C::stage_bytes) + k_shift;
+    const char* v_tile = reinterpret_cast<const char*>(ring + (i % C::stages) * C::stage_bytes) + C::tile_bytes + v_shift;
+    const int j0 = group_start(i);
+    const int n = min(G, range_end - j0);
+
+    // ---- scores S (16 keys x 8 rows); rows past n hold stale bytes and are masked below --------
+    const char* row_a = k_tile + g * C::pitch;
+    const char* row_b = row_a + 8 * C::pitch;
+    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // (key g, row 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1)
+    TURBO3_UNROLL
+    for (int b = 0; b < C::blocks; ++b) {
+      float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      TURBO3_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        uint32_t ha[8], hb[8];
+        L::decode_half2(L::load_raw(row_a, 8 * b + t + 4 * h), a.lut, ha);
+        L::decode_half2(L::load_raw(row_b, 8 * b + t + 4 * h), a.lut, hb);
+        TURBO3_UNROLL
+        for (int k = 0; k < 4; ++k) {
+          const uint32_t frag[4] = {ha[2 * k], hb[2 * k], ha[2 * k + 1], hb[2 * k + 1]};
+          const uint2 qf = q_frag[(b * 2 + h) * 4 + k][lane];
+          const uint32_t qb[2] = {qf.x, qf.y};
+          platform::mma_m16n8k16(part, frag, qb);
+        }
+      }
+      const float norm_a = L::scale(row_a, b), norm_b = L::scale(row_b, b);
+      s[0] += norm_a * part[0];
+      s[1] += norm_a * part[1];
+      s[2] += norm_b * part[2];
+      s[3] += norm_b * part[3];
+    }
+
+    // ---- online softmax, in registers: row max over the 16 keys is a reduction over g ---------
+    TURBO3_UNROLL
+    for (int e = 0; e < 4; ++e) {
+      const int key = e < 2 ? g : g + 8;
+      const vec_row& row = rows[e & 1];
+      const int j = j0 + key;
+      float v = s[e];
+      if (a.softcap_post != 0.0f) v = a.softcap_post * platform::tanh_fast(v);
+      bool visible = key < n && row.query >= 0 && (!a.causal || j <= row.query + causal_shift);
+      if (visible && mask_row[e & 1]) {
+        const float mv = platform::half_to_float(mask_row[e & 1][j]);
+        if (mv == -INFINITY) visible = false;
+        else v += slope[e & 1] * mv;
+      }
+      s[e] = visible ? v : -INFINITY;
+    }
+    float p[4], alpha[2];
+    TURBO3_UNROLL
+    for (int e = 0; e < 2; ++e) {
+      float mx = fmaxf(s[e], s[e + 2]);
+      TURBO3_UNROLL
+      for (int o = 4; o < 32; o *= 2) mx = fmaxf(mx, platform::shfl_xor(mx, o));
+      const float m_new = fmaxf(m_run[e], mx);
+      alpha[e] = m_new == -INFINITY ? 1.0f : platform::exp2_fast(m_run[e] - m_new);
+      p[e] = s[e] == -INFINITY ? 0.0f : platform::exp2_fast(s[e] - m_new);
+      p[e + 2] = s[e + 2] == -INFINITY ? 0.0f : platform::exp2_fast(s[e + 2] - m_new);
+      l_run[e] = l_run[e] * alpha[e] + p[e] + p[e + 2];
+      m_run[e] = m_new;
+    }
+
+    // ---- P^T per V block (p * norm), transposed through the warp's own shared memory ----------
+    const char* v_row_a = v_tile + g * C::pitch;
+    const char* v_row_b = v_row_a + 8 * C::pitch;
+    TURBO3_UNROLL
+    for (int b = 0; b < C::blocks; ++b) {
+      const float na = g < n ? L::scale(v_row_a, b) : 0.0f, nb = g + 8 < n ? L::scale(v_row_b, b) : 0.0f;
+      float* w = w_s + b * G * NR;
+      w[g * NR + 2 * t] = p[0] * na;
+      w[g * NR + 2 * t + 1] = p[1] * na;
+      w[(g + 8) * NR + 2 * t] = p[2] * nb;
+      w[(g + 8) * NR + 2 * t + 1] = p[3] * nb;
+    }
+    if (platform::any_in_warp(alpha[0] != 1.0f || alpha[1] != 1.0f)) {  // rare once the maxima settle
+      TURBO3_UNROLL
+      for (int m = 0; m < C::m_tiles; ++m) {
+        acc[m][0] *= alpha[0];
+        acc[m][1] *= alpha[1];
+        acc[m][2] *= alpha[0];
+        acc[m][3] *= alpha[1];
+      }
+    }
+    platform::sync_warp();
+    uint32_t pb[C::blocks][2];
+    TURBO3_UNROLL
+    for (int b = 0; b < C::blocks; ++b) {
+      const float* w = w_s + b * G * NR + g;
+      pb[b][0] = platform::pack_half2(w[(2 * t) * NR], w[(2 * t + 1) * NR]);
+      pb[b][1] = platform::pack_half2(w[(2 * t + 8) * NR], w[(2 * t + 9) * NR]);
+    }
+
+    // ---- values: O^T (dims x 8 rows) += V^T (dims x 16 keys) P^T; stale rows carry weight 0 -----
+    TURBO3_UNROLL
+    for (int b = 0; b < C::blocks; ++b) {
+      const int c = 8 * b + g;
+      uint32_t p01[16], p89[16];
+      L::decode_pairs(L::load_raw(v_tile + (2 * t) * C::pitch, c), L::load_raw(v_tile + (2 * t + 1) * C::pitch, c),
+                      a.lut, p01);
+      L::decode_pairs(L::load_raw(v_tile + (2 * t + 8) * C::pitch, c),
+                      L::load_raw(v_tile + (2 * t + 9) * C::pitch, c), a.lut, p89);
+      TURBO3_UNROLL
+      for (int k = 0; k < 8; ++k) {
+        const uint32_t frag[4] = {p01[k], p01[k + 8], p89[k], p89[k + 8]};
+        platform::mma_m16n8k16(acc[8 * b + k], frag, pb[b]);
+      }
+    }
+    platform::sync_warp();  // the ring slot and w_s are rewritten by a later step
+  }
+  platform::async_wait<0>();
+
+  // ---- merge the warps: each warp's rows, max and sum, then one partial row per query row ------
+  TURBO3_UNROLL
+  for (int e = 0; e < 2; ++e)
+    TURBO3_UNROLL
+    for (int o = 4; o < 32; o *= 2) l_run[e] += platform::shfl_xor(l_run[e], o);
+  platform::sync_threads();  // every warp is done with its ring
+  float* merge = reinterpret_cast<float*>(smem);  // [n_warps][NR][D + 2]
+  float* mine = merge + warp * NR * (D + 2);
+  TURBO3_UNROLL
+  for (int m = 0; m < C::m_tiles; ++m) {
+    const int c = 8 * (m / 8) + g, s = m % 8;
+    const int dim_a = c * kv::chunk_values + C::value_of_slot(s);
+    const int dim_b = c * kv::chunk_values + C::value_of_slot(s + 8);
+    mine[(2 * t) * (D + 2) + dim_a] = acc[m][0];
+    mine[(2 * t + 1) * (D + 2) + dim_a] = acc[m][1];
+    mine[(2 * t) * (D + 2) + dim_b] = acc[m][2];
+    mine[(2 * t + 1) * (D + 2) + dim_b] = acc[m][3];
+  }
+  if (g == 0) {
+    TURBO3_UNROLL
+    for (int e = 0; e < 2; ++e) {
+      mine[(2 * t + e) * (D + 2) + D] = m_run[e];
+      mine[(2 * t + e) * (D + 2) + D + 1] = l_run[e];
+    }
+  }
+  platform::sync_threads();
+  const int blocks_per_seq = a.n_head_kv * head_splits;
+  for (int idx = tid; idx < NR * (D + 2); idx += vec_threads) {
+    const int r = idx / (D + 2), d = idx % (D + 2);
+    float m_all = -INFINITY;
+    TURBO3_UNROLL
+    for (int w = 0; w < C::n_warps; ++w) m_all = fmaxf(m_all, merge[(w * NR + r) * (D + 2) + D]);
+    float v = m_all;
+    if (d != D) {
+      v = 0.0f;
+      TURBO3_UNROLL
+      for (int w = 0; w < C::n_warps; ++w) {
+        const float mw = merge[(w * NR + r) * (D + 2) + D];
+        if (mw != -INFINITY) v += platform::exp2_fast(mw - m_all) * merge[(w * NR + r) * (D + 2) + d];
+      }
+    }
+    a.partial[vec_partial_row(a, x.seq, x.kv_block, x.q_tile, x.split, blocks_per_seq, NR, r, D) + d] = v;
+  }
+}
+
+}  // namespace detail
+}  // namespace turbo3
+
+#endif  // TURBO3_HAS_RUNTIME
