@@ -306,6 +306,22 @@ TEST_CASE("capture: prefill (TILE and materialize) with the arena allocator, rep
   TURBO3_CHECK_HIP(hipStreamDestroy(stream));
 }
 
+namespace {
+
+// The scalar decode kernel where launch_options can ask for one by name (vec_variant::scalar):
+// the baseline of the seed's stock path, next to whatever VEC variant runs by default.
+template <class O>
+auto scalar_vec(O& o, int) -> decltype(o.vec = decltype(o.vec)::scalar, true) {
+  o.vec = decltype(o.vec)::scalar;
+  return true;
+}
+template <class O>
+bool scalar_vec(O&, long) {
+  return false;
+}
+
+}  // namespace
+
 // Timing: D = 256, 16 query heads over 8 KV heads, causal, n_q = n_kv = 512 / 2048 / 4096:
 // turbo3 TILE, f16 TILE, turbo3 materialize, turbo3 forced VEC. Hidden (run explicitly).
 TEST_CASE("timing: prefill pp512/2048/4096", "[.tile-timing]") {
@@ -331,11 +347,14 @@ TEST_CASE("timing: prefill pp512/2048/4096", "[.tile-timing]") {
     } variants[] = {{"turbo3 tile", &t3, kernel_choice::tile},
                     {"f16 tile", &f16, kernel_choice::tile},
                     {"turbo3 materialize", &t3, kernel_choice::materialize},
-                    {"turbo3 vec", &t3, kernel_choice::vec}};
-    double us[4];
-    for (int v = 0; v < 4; ++v) {
+                    {"turbo3 vec", &t3, kernel_choice::vec},
+                    {"turbo3 vec scalar", &t3, kernel_choice::vec}};
+    launch_options scalar_opt = forced(kernel_choice::vec);
+    const bool have_scalar = scalar_vec(scalar_opt, 0);
+    double us[5] = {0, 0, 0, 0, 0};
+    for (int v = 0; v < (have_scalar ? 5 : 4); ++v) {
       const attention_params p = variants[v].prob->device_params();
-      const launch_options opt = forced(variants[v].k);
+      const launch_options opt = v == 4 ? scalar_opt : forced(variants[v].k);
       for (int w = 0; w < 2; ++w) REQUIRE(flash_attention(p, pool, nullptr, opt) == status::ok);
       const int reps = variants[v].k == kernel_choice::vec && n >= 2048 ? 3 : 10;
       TURBO3_CHECK_HIP(hipEventRecord(e0, nullptr));
@@ -351,6 +370,8 @@ TEST_CASE("timing: prefill pp512/2048/4096", "[.tile-timing]") {
                 n, us[0], flop / us[0] * 1e-6, us[1], us[2], us[3]);
     std::printf("pp%d ratios: TILE/f16-TILE speed %.3fx, TILE vs materialize %.3fx, TILE vs VEC %.2fx\n", n,
                 us[1] / us[0], us[2] / us[0], us[3] / us[0]);
+    if (have_scalar)
+      std::printf("pp%d: turbo3 VEC scalar variant %.1f us, TILE vs VEC scalar %.2fx\n", n, us[4], us[4] / us[0]);
   }
   TURBO3_CHECK_HIP(hipEventDestroy(e0));
   TURBO3_CHECK_HIP(hipEventDestroy(e1));

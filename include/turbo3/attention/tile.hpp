@@ -36,31 +36,37 @@ struct tile_shape {
   int s_rows, s_keys;  // score micro-tile of one thread
   int o_rows, o_dims;  // output micro-tile of one thread (o_dims a multiple of 4)
   int resident;        // work-groups per multiprocessor the register budget aims for (NVIDIA)
+  bool pipelined;      // inner loops read shared memory one step ahead (two register buffers)
 };
 
 // Per architecture family and head dim. Shared memory: float32 Q tile [rows][D+4], one K/V tile
 // [keys][D+4] (K, then V), the score/probability tile [keys][rows+4] and one float per row.
-// NVIDIA: 2 work-groups of 256 threads per SM (<= 128 registers, <= ~110 KB each). AMD: <= 64 KB
-// LDS per work-group; D = 256 keeps rows at 32 and keys at 16 for that. CDNA3 differs from RDNA
-// only where wave64 needs another lane layout (D = 256).
+// NVIDIA (measured on an H200, D = 256, causal pp512-pp4096): 64 rows x 64 keys with 4x4 score
+// and 8x8 output micro-tiles, one 256-thread work-group per SM (150 KB shared, registers uncapped)
+// beat 64 x 32 at two work-groups per SM (the 128-register cap spills the f16 kernels) by 12-28%;
+// D = 128 and 64 keep two work-groups per SM. AMD: <= 64 KB LDS per work-group; D = 256 keeps
+// rows at 32 and keys at 16 for that. CDNA3 differs from RDNA only where wave64 needs another lane
+// layout (D = 256).
 TURBO3_HD constexpr tile_shape tile_table(platform::arch_family f, int d) {
   if (f == platform::arch_family::nvidia) {
-    return d == 64    ? tile_shape{256, 64, 64, 4, 4, 4, 4, 2}
-           : d == 128 ? tile_shape{256, 64, 64, 4, 4, 8, 4, 2}
-                      : tile_shape{256, 64, 32, 4, 2, 8, 8, 2};
+    return d == 64    ? tile_shape{256, 64, 64, 4, 4, 4, 4, 2, false}
+           : d == 128 ? tile_shape{256, 64, 64, 4, 4, 8, 4, 2, false}
+                      : tile_shape{256, 64, 64, 4, 4, 8, 8, 1, true};
   }
-  if (f == platform::arch_family::cdna3 && d == 256) return tile_shape{128, 32, 16, 2, 2, 4, 16, 1};
-  return d == 64    ? tile_shape{128, 64, 64, 8, 4, 8, 4, 1}
-         : d == 128 ? tile_shape{128, 64, 32, 4, 4, 8, 8, 1}
-                    : tile_shape{128, 32, 16, 2, 2, 8, 8, 1};
+  if (f == platform::arch_family::cdna3 && d == 256) return tile_shape{128, 32, 16, 2, 2, 4, 16, 1, true};
+  return d == 64    ? tile_shape{128, 64, 64, 8, 4, 8, 4, 1, false}
+         : d == 128 ? tile_shape{128, 64, 32, 4, 4, 8, 8, 1, false}
+                    : tile_shape{128, 32, 16, 2, 2, 8, 8, 1, true};
 }
 
 TURBO3_HD constexpr bool tile_head_dim(int d) { return d == 64 || d == 128 || d == 256; }
 
-template <int D, int THREADS, int ROWS, int KEYS, int S_ROWS, int S_KEYS, int O_ROWS, int O_DIMS, int RESIDENT>
+template <int D, int THREADS, int ROWS, int KEYS, int S_ROWS, int S_KEYS, int O_ROWS, int O_DIMS, int RESIDENT,
+          bool PIPELINED = false>
 struct tile_config {
   static constexpr int head_dim = D, threads = THREADS, rows = ROWS, keys = KEYS;
   static constexpr int s_rows = S_ROWS, s_keys = S_KEYS, o_rows = O_ROWS, o_dims = O_DIMS, resident = RESIDENT;
+  static constexpr bool pipelined = PIPELINED;
   static constexpr int qs = D + 4;         // row stride of the Q / K / V tiles (floats)
   static constexpr int ss = ROWS + 4;      // row stride of the score tile
   static constexpr int s_tx = KEYS / S_KEYS, s_ty = ROWS / S_ROWS;   // score thread grid
@@ -81,7 +87,8 @@ struct tile_config {
 template <int D, platform::arch_family F>
 using tile_config_for =
     tile_config<D, tile_table(F, D).threads, tile_table(F, D).rows, tile_table(F, D).keys, tile_table(F, D).s_rows,
-                tile_table(F, D).s_keys, tile_table(F, D).o_rows, tile_table(F, D).o_dims, tile_table(F, D).resident>;
+                tile_table(F, D).s_keys, tile_table(F, D).o_rows, tile_table(F, D).o_dims, tile_table(F, D).resident,
+                tile_table(F, D).pipelined>;
 
 // ---- arguments -----------------------------------------------------------------------------------
 
@@ -219,26 +226,39 @@ TURBO3_DEVICE TURBO3_FORCEINLINE tile_row tile_row_of(const tile_args& a, int r,
   return {active ? i : -1, kv_head * a.gqa + g};
 }
 
-// Packed chunks of one K or V tile, loaded into registers ahead of their use.
-template <class L, int CPT>
+// Packed chunks of one K or V tile, loaded into registers ahead of their use. Nothing consumes a
+// loaded word before the tile is stored (after the next barrier), so the loads stay in flight
+// across the compute phase in between: for turbo3 the 16-bit words (qs halves, signs, norm) are
+// kept as loaded and combined only at store time.
+template <class L, int CPT, bool T3 = L::type == data_type::turbo3>
 struct tile_raw {
   typename L::raw_chunk raw[CPT];
-  float scale[CPT];
+};
+template <class L, int CPT>
+struct tile_raw<L, CPT, true> {
+  uint32_t qs_lo[CPT], qs_hi[CPT], signs[CPT], norm[CPT];
 };
 
 template <class C, class L>
 TURBO3_DEVICE TURBO3_FORCEINLINE void tile_load_raw(tile_raw<L, C::cpt>& t, const char* head, int64_t nb1, int j0,
                                                     int n_valid, int tid) {
-  constexpr int scale_values = L::values_per_scale < C::head_dim ? L::values_per_scale : C::head_dim;
   TURBO3_UNROLL
   for (int u = 0; u < C::cpt; ++u) {
     const int idx = tid + C::threads * u;
     const int jj = idx / C::chunks, c = idx % C::chunks;
-    t.scale[u] = 0.0f;
     if (jj < n_valid) {
       const char* row = head + static_cast<int64_t>(j0 + jj) * nb1;
-      t.raw[u] = L::load_raw(row, c);
-      t.scale[u] = L::scale(row, c * kv::chunk_values / scale_values);
+      if constexpr (L::type == data_type::turbo3) {
+        // Block layout (turbo3-format.md §1): norm at half-word 0, qs at 1..16, signs at 17..24.
+        const uint16_t* b = reinterpret_cast<const uint16_t*>(row + (c >> 3) * block_bytes);
+        const int q = c & 7;
+        t.qs_lo[u] = b[1 + 2 * q];
+        t.qs_hi[u] = b[2 + 2 * q];
+        t.signs[u] = b[17 + q];
+        t.norm[u] = b[0];
+      } else {
+        t.raw[u] = L::load_raw(row, c);
+      }
     }
   }
 }
@@ -255,8 +275,13 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void tile_store(const tile_raw<L, C::cpt>& t, f
     float4* out = reinterpret_cast<float4*>(dst + jj * C::qs + c * kv::chunk_values);
     if (jj < n_valid) {
       float x[kv::chunk_values];
-      L::decode(t.raw[u], lut, x);
-      const float s = t.scale[u];
+      float s = 1.0f;
+      if constexpr (L::type == data_type::turbo3) {
+        L::decode16(t.qs_lo[u] | (t.qs_hi[u] << 16), t.signs[u], lut, x);
+        s = platform::half_bits_to_float(static_cast<uint16_t>(t.norm[u]));
+      } else {
+        L::decode(t.raw[u], lut, x);
+      }
       TURBO3_UNROLL
       for (int q = 0; q < kv::chunk_values / 4; ++q)
         out[q] = make_float4(x[L::slot(4 * q)] * s, x[L::slot(4 * q + 1)] * s, x[L::slot(4 * q + 2)] * s,
@@ -368,13 +393,15 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
         for (int k = 0; k < C::s_keys; ++k) acc[i][k] = 0.0f;
       const float* qp = q_s + s_y * C::qs;
       const float* kp = kv_s + s_x * C::qs;
-#pragma unroll 1
-      for (int d = 0; d < D; d += 4) {
-        float4 qv[C::s_rows], kk[C::s_keys];
+      // Pipelined: two register buffers, the shared-memory reads of step d + 4 are issued before
+      // the FMAs of step d, so their latency hides behind arithmetic.
+      auto load = [&](int d, float4(&qv)[C::s_rows], float4(&kk)[C::s_keys]) {
         TURBO3_UNROLL
         for (int i = 0; i < C::s_rows; ++i) qv[i] = *reinterpret_cast<const float4*>(qp + i * C::s_ty * C::qs + d);
         TURBO3_UNROLL
         for (int k = 0; k < C::s_keys; ++k) kk[k] = *reinterpret_cast<const float4*>(kp + k * C::s_tx * C::qs + d);
+      };
+      auto fma = [&](const float4(&qv)[C::s_rows], const float4(&kk)[C::s_keys]) {
         TURBO3_UNROLL
         for (int i = 0; i < C::s_rows; ++i)
           TURBO3_UNROLL
@@ -384,6 +411,24 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
             acc[i][k] = fmaf(qv[i].z, kk[k].z, acc[i][k]);
             acc[i][k] = fmaf(qv[i].w, kk[k].w, acc[i][k]);
           }
+      };
+      float4 qa[C::s_rows], ka[C::s_keys];
+      if constexpr (C::pipelined) {
+        float4 qb[C::s_rows], kb[C::s_keys];
+        load(0, qa, ka);
+#pragma unroll 1
+        for (int d = 0; d < D; d += 8) {
+          load(d + 4, qb, kb);
+          fma(qa, ka);
+          load(min(d + 8, D - 4), qa, ka);  // the last step re-reads a valid address, unused
+          fma(qb, kb);
+        }
+      } else {
+#pragma unroll 1
+        for (int d = 0; d < D; d += 4) {
+          load(d, qa, ka);
+          fma(qa, ka);
+        }
       }
       TURBO3_UNROLL
       for (int i = 0; i < C::s_rows; ++i)
@@ -444,14 +489,14 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
       }
       const float* pp = s_s + r0;
       const float* vp = kv_s + o_x * 4;
-#pragma unroll 1
-      for (int jj = 0; jj < n_valid; ++jj) {
-        float4 pv[C::o_rows / 4], vv[C::o_dims / 4];
+      auto load = [&](int jj, float4(&pv)[C::o_rows / 4], float4(&vv)[C::o_dims / 4]) {
         TURBO3_UNROLL
         for (int u = 0; u < C::o_rows / 4; ++u) pv[u] = *reinterpret_cast<const float4*>(pp + jj * C::ss + 4 * u);
         TURBO3_UNROLL
         for (int u = 0; u < C::o_dims / 4; ++u)
           vv[u] = *reinterpret_cast<const float4*>(vp + jj * C::qs + u * C::o_tx * 4);
+      };
+      auto fma = [&](const float4(&pv)[C::o_rows / 4], const float4(&vv)[C::o_dims / 4]) {
         const float* pf = reinterpret_cast<const float*>(pv);
         TURBO3_UNROLL
         for (int i = 0; i < C::o_rows; ++i)
@@ -462,6 +507,28 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
             o[i][4 * u + 2] = fmaf(pf[i], vv[u].z, o[i][4 * u + 2]);
             o[i][4 * u + 3] = fmaf(pf[i], vv[u].w, o[i][4 * u + 3]);
           }
+      };
+      // Pipelined: keys in pairs, reads one key ahead (as in the score loop). A pair may run one
+      // key past n_valid: that key's probability and V row are zeros (keys is even).
+      static_assert(C::keys % 2 == 0, "keys per tile");
+      float4 pa[C::o_rows / 4], va[C::o_dims / 4];
+      if constexpr (C::pipelined) {
+        const int n_pairs = (n_valid + 1) / 2;
+        float4 pb[C::o_rows / 4], vb[C::o_dims / 4];
+        load(0, pa, va);
+#pragma unroll 1
+        for (int jp = 0; jp < n_pairs; ++jp) {
+          load(2 * jp + 1, pb, vb);
+          fma(pa, va);
+          load(min(2 * jp + 2, C::keys - 1), pa, va);  // past the last pair: a valid address, unused
+          fma(pb, vb);
+        }
+      } else {
+#pragma unroll 1
+        for (int jj = 0; jj < n_valid; ++jj) {
+          load(jj, pa, va);
+          fma(pa, va);
+        }
       }
     }
     platform::sync_threads();  // the K/V and score tiles are rewritten by the next tile
