@@ -292,7 +292,8 @@ inline kernel_choice route(const attention_params& p, const launch_options& opt)
 
 // Bytes of workspace flash_attention will ask the allocator for with these params and options
 // (0 for invalid or unsupported input). VEC: the split-KV partials, O(n_seq * n_head * n_q *
-// splits * D) floats, independent of n_kv beyond the split count (at most 256 splits).
+// splits * D) floats, independent of n_kv beyond the split count (at most 256 splits). TILE:
+// none. Materialize: the dense f16 copies, n_seq * n_head_kv * n_kv * D * 2 bytes per copied view.
 inline size_t workspace_bytes(const attention_params& p, const launch_options& opt = {}) {
   if (validate(p) != status::ok) return 0;
   if (detail::route(p, opt) == kernel_choice::tile) return 0;  // TILE needs no workspace
