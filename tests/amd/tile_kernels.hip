@@ -1,7 +1,9 @@
 // AMD ISA compile check of the prefill kernels: every TILE instantiation the launcher can reach on
 // the target being compiled (head dim x K loader x V loader, with the tile shape of the target's
 // architecture family from tile_table) and the materialize kernels. Never launched; amd_check.py
-// reads the resources and fails on unresolved calls or broken assertions below.
+// reads the resources and fails on unresolved calls or broken assertions below. TILE's shared
+// memory is dynamic (tile_config::smem_bytes, at most 64 KB on AMD: tile.hpp asserts it), so the
+// report's LDS column reads 0 for it.
 #include "turbo3/attention/materialize.hpp"
 #include "turbo3/attention/tile.hpp"
 

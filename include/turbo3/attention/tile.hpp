@@ -90,6 +90,17 @@ using tile_config_for =
                 tile_table(F, D).s_keys, tile_table(F, D).o_rows, tile_table(F, D).o_dims, tile_table(F, D).resident,
                 tile_table(F, D).pipelined>;
 
+// AMD work-groups get at most 64 KB of LDS (the tile's shared memory is dynamic, so the compile
+// reports do not show it: RDNA D = 256 takes 52,352 bytes).
+template <platform::arch_family F>
+constexpr bool tile_fits_lds() {
+  return tile_config_for<64, F>::smem_bytes <= 65536 && tile_config_for<128, F>::smem_bytes <= 65536 &&
+         tile_config_for<256, F>::smem_bytes <= 65536;
+}
+static_assert(tile_fits_lds<platform::arch_family::rdna4>() && tile_fits_lds<platform::arch_family::rdna3>() &&
+                  tile_fits_lds<platform::arch_family::cdna3>(),
+              "an AMD tile shape needs more than 64 KB of LDS");
+
 // ---- arguments -----------------------------------------------------------------------------------
 
 struct tile_args {
