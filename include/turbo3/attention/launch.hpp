@@ -147,7 +147,8 @@ inline vec_plan make_vec_plan(const attention_params& p, const launch_options& o
     plan.rows = vec_warp_rows;
   }
   plan.q_tiles = static_cast<int>((p.n_q() + plan.ncols - 1) / plan.ncols);
-  const int n_tiles = static_cast<int>((p.n_kv() + vec_tile - 1) / vec_tile);
+  const int split_unit = plan.variant == vec_variant::warp ? vec_warp_split_keys : vec_tile;  // keys
+  const int n_tiles = static_cast<int>((p.n_kv() + split_unit - 1) / split_unit);
   const int64_t base_blocks = p.n_seq() * p.n_head_kv() * plan.head_splits * plan.q_tiles;
   int splits = opt.kv_splits;
   if (splits <= 0) {

@@ -141,7 +141,9 @@ TURBO3_DEVICE void load_queries(const attention_args& a, const vec_context& x, f
     q_nat[idx] = v;
   }
   platform::sync_threads();
-  if (KL::type == data_type::turbo3 && a.rotate_q) rotate_groups_shared<false>(q_nat, NR * D / block_values, tid, vec_threads);
+  // Only the rows that hold a query: padding rows are zeros, which the rotation keeps.
+  if (KL::type == data_type::turbo3 && a.rotate_q)
+    rotate_groups_shared<false>(q_nat, x.active_rows * D / block_values, tid, vec_threads);
   for (int idx = tid; idx < NR * D; idx += vec_threads) {
     const int r = idx / D, d = idx % D, c = d / kv::chunk_values, e = d % kv::chunk_values;
     q_s[r * D + c * kv::chunk_values + KL::slot(e)] = q_nat[idx];

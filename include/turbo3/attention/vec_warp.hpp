@@ -30,6 +30,9 @@ inline constexpr int vec_warp_rows = 8;  // the fragment's N
 // Work-groups per multiprocessor the kernel is compiled for (a register cap of 128 on NVIDIA):
 // decode needs resident warps to hide the latency of its dependent unpack, mma and softmax chains.
 inline constexpr int vec_warp_min_blocks = 4;
+// Keys per unit of a split (one 16-key group per warp): finer than vec_tile, so short contexts
+// still spread over a full wave of work-groups.
+inline constexpr int vec_warp_split_keys = 64;
 
 TURBO3_HD constexpr bool vec_warp_head_dim(int d) { return d == 128 || d == 256; }
 
@@ -61,6 +64,7 @@ struct vec_warp_config {
   static_assert(vec_warp_head_dim(D), "turbo3 VEC on matrix instructions covers D = 128 and 256");
   static_assert(max_row_words <= 32, "one row per warp pass at most");
   static_assert(vec_threads % 32 == 0, "whole warps");
+  static_assert(vec_warp_split_keys == group * n_warps, "a split unit is one group per warp");
   // The natural index of the value in decoded slot s of a chunk.
   TURBO3_HD static constexpr int value_of_slot(int s) { return s < 8 ? 2 * s : 2 * (s - 8) + 1; }
 };
@@ -99,8 +103,9 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
   }
 
   // ---- this warp's groups: warp, warp + n_warps, ... of the split's key range -----------------
-  const int range_begin = x.tile_begin * vec_tile;
-  const int range_end = min(x.tile_end * vec_tile, x.kv_end);
+  // Splits count in units of vec_warp_split_keys (one group per warp), not of vec_tile.
+  const int range_begin = x.split * a.tiles_per_split * vec_warp_split_keys;
+  const int range_end = min(range_begin + a.tiles_per_split * vec_warp_split_keys, x.kv_end);
   const int n_groups = range_end > range_begin ? (range_end - range_begin + G - 1) / G : 0;
   const int my_groups = n_groups > warp ? (n_groups - warp + C::n_warps - 1) / C::n_warps : 0;
   unsigned char* ring = smem + warp * C::stages * C::stage_bytes;
@@ -109,24 +114,36 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
   auto group_start = [&](int i) { return range_begin + (warp + i * C::n_warps) * G; };
   const int k_shift = word_rows ? static_cast<int>(reinterpret_cast<uintptr_t>(x.k_head) & 2) : 0;
   const int v_shift = word_rows ? static_cast<int>(reinterpret_cast<uintptr_t>(x.v_head) & 2) : 0;
-  // Rows j0 .. j0+n-1 of one head into dst (row r at r * pitch + shift).
+  // Rows j0 .. j0+n-1 of one head into dst (row r at r * pitch + shift). What each lane copies
+  // (its word of a row, whole or the row's last half word) is fixed for the whole kernel.
   const int copy_word = lane % C::lanes_per_row, copy_row = lane / C::lanes_per_row;
-  auto copy_rows = [&](unsigned char* dst, const char* head, int64_t nb1, int shift, int j0, int n) {
+  struct copy_plan {
+    int shift;
+    bool whole, half;  // this lane copies a whole word of each row, or the row's last 2 bytes
+  };
+  auto make_copy_plan = [&](int shift) {
+    const int span = C::row_bytes + shift;  // bytes from the first word's start to the row's end
+    const int words = (span + 3) / 4;
+    const bool partial_last = (span & 3) != 0;
+    return copy_plan{shift, copy_word < words - (partial_last ? 1 : 0), partial_last && copy_word == words - 1};
+  };
+  const copy_plan k_copy = make_copy_plan(k_shift), v_copy = make_copy_plan(v_shift);
+  const platform::async_destination ring_dst =
+      platform::async_destination_of(ring) + copy_row * C::pitch + 4 * copy_word;
+  auto copy_rows = [&](int dst_offset, const char* head, int64_t nb1, const copy_plan& cp, int j0, int n) {
     if (word_rows) {
-      const int span = C::row_bytes + shift;                  // bytes from the first word's start
-      const int words = (span + 3) / 4;
-      const int src_bytes = copy_word == words - 1 && (span & 3) ? 2 : 4;
-      const bool copies = copy_word < words;
-      const char* src = head + static_cast<int64_t>(j0 + copy_row) * nb1 - shift + 4 * copy_word;
-      unsigned char* d = dst + copy_row * C::pitch + 4 * copy_word;
+      const char* src = head + static_cast<int64_t>(j0 + copy_row) * nb1 - cp.shift + 4 * copy_word;
+      const platform::async_destination d = ring_dst + dst_offset;
       const int64_t step = C::rows_per_pass * nb1;
       TURBO3_UNROLL
       for (int pass = 0; pass < C::passes; ++pass) {
-        if (copies && copy_row + pass * C::rows_per_pass < n)
-          platform::async_copy4(d + pass * C::rows_per_pass * C::pitch, src, src_bytes);
+        const bool row_ok = n == G || copy_row + pass * C::rows_per_pass < n;
+        if (cp.whole && row_ok) platform::async_copy4(d + pass * C::rows_per_pass * C::pitch, src);
+        if (cp.half && row_ok) platform::async_copy2_of4(d + pass * C::rows_per_pass * C::pitch, src);
         src += step;
       }
     } else {
+      unsigned char* dst = ring + dst_offset;
       for (int r = copy_row; r < n; r += C::rows_per_pass) {
         const uint16_t* src = reinterpret_cast<const uint16_t*>(head + static_cast<int64_t>(j0 + r) * nb1);
         uint16_t* d = reinterpret_cast<uint16_t*>(dst + r * C::pitch);
@@ -138,9 +155,9 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
     if (i < my_groups) {
       const int j0 = group_start(i);
       const int n = min(G, range_end - j0);
-      unsigned char* dst = ring + (i % C::stages) * C::stage_bytes;
-      copy_rows(dst, x.k_head, a.k_nb1, k_shift, j0, n);
-      copy_rows(dst + C::tile_bytes, x.v_head, a.v_nb1, v_shift, j0, n);
+      const int slot = (i % C::stages) * C::stage_bytes;
+      copy_rows(slot, x.k_head, a.k_nb1, k_copy, j0, n);
+      copy_rows(slot + C::tile_bytes, x.v_head, a.v_nb1, v_copy, j0, n);
     }
     platform::async_commit();  // one group per step, empty or not, so the wait count stays exact
   };
@@ -180,13 +197,22 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
     const int j0 = group_start(i);
     const int n = min(G, range_end - j0);
 
+    // The value phase's packed bits, read now so their latency hides behind the scores.
+    typename L::raw_chunk v_raw[C::blocks][4];
+    TURBO3_UNROLL
+    for (int b = 0; b < C::blocks; ++b) {
+      const int keys[4] = {2 * t, 2 * t + 1, 2 * t + 8, 2 * t + 9};
+      TURBO3_UNROLL
+      for (int k = 0; k < 4; ++k) v_raw[b][k] = L::load_raw(v_tile + keys[k] * C::pitch, 8 * b + g);
+    }
+
     // ---- scores S (16 keys x 8 rows); rows past n hold stale bytes and are masked below --------
     const char* row_a = k_tile + g * C::pitch;
     const char* row_b = row_a + 8 * C::pitch;
     float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // (key g, row 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1)
     TURBO3_UNROLL
     for (int b = 0; b < C::blocks; ++b) {
-      float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      float part[2][4] = {};  // one accumulator per chunk half: two independent mma chains
       TURBO3_UNROLL
       for (int h = 0; h < 2; ++h) {
         uint32_t ha[8], hb[8];
@@ -197,14 +223,14 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
           const uint32_t frag[4] = {ha[2 * k], hb[2 * k], ha[2 * k + 1], hb[2 * k + 1]};
           const uint2 qf = q_frag[(b * 2 + h) * 4 + k][lane];
           const uint32_t qb[2] = {qf.x, qf.y};
-          platform::mma_m16n8k16(part, frag, qb);
+          platform::mma_m16n8k16(part[h], frag, qb);
         }
       }
       const float norm_a = L::scale(row_a, b), norm_b = L::scale(row_b, b);
-      s[0] += norm_a * part[0];
-      s[1] += norm_a * part[1];
-      s[2] += norm_b * part[2];
-      s[3] += norm_b * part[3];
+      s[0] += norm_a * (part[0][0] + part[1][0]);
+      s[1] += norm_a * (part[0][1] + part[1][1]);
+      s[2] += norm_b * (part[0][2] + part[1][2]);
+      s[3] += norm_b * (part[0][3] + part[1][3]);
     }
 
     // ---- online softmax, in registers: row max over the 16 keys is a reduction over g ---------
@@ -270,12 +296,9 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
     // ---- values: O^T (dims x 8 rows) += V^T (dims x 16 keys) P^T; stale rows carry weight 0 -----
     TURBO3_UNROLL
     for (int b = 0; b < C::blocks; ++b) {
-      const int c = 8 * b + g;
       uint32_t p01[16], p89[16];
-      L::decode_pairs(L::load_raw(v_tile + (2 * t) * C::pitch, c), L::load_raw(v_tile + (2 * t + 1) * C::pitch, c),
-                      a.lut, p01);
-      L::decode_pairs(L::load_raw(v_tile + (2 * t + 8) * C::pitch, c),
-                      L::load_raw(v_tile + (2 * t + 9) * C::pitch, c), a.lut, p89);
+      L::decode_pairs(v_raw[b][0], v_raw[b][1], a.lut, p01);
+      L::decode_pairs(v_raw[b][2], v_raw[b][3], a.lut, p89);
       TURBO3_UNROLL
       for (int k = 0; k < 8; ++k) {
         const uint32_t frag[4] = {p01[k], p01[k + 8], p89[k], p89[k + 8]};

@@ -19,28 +19,42 @@ namespace platform {
 #define TURBO3_HAS_CP_ASYNC 0
 #endif
 
-// 16 bytes from global to shared; both addresses 16-byte aligned.
-TURBO3_DEVICE TURBO3_FORCEINLINE void async_copy16(void* shared_dst, const void* global_src) {
+// A shared-memory destination of asynchronous copies, computed once and offset by plain
+// addition (a 32-bit shared address under cp.async, a pointer elsewhere).
 #if TURBO3_HAS_CP_ASYNC
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(shared_dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(global_src) : "memory");
+using async_destination = uint32_t;
+TURBO3_DEVICE TURBO3_FORCEINLINE async_destination async_destination_of(void* shared) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(shared));
+}
 #else
-  *static_cast<uint4*>(shared_dst) = *static_cast<const uint4*>(global_src);
+using async_destination = unsigned char*;
+TURBO3_DEVICE TURBO3_FORCEINLINE async_destination async_destination_of(void* shared) {
+  return static_cast<unsigned char*>(shared);
+}
+#endif
+
+// 4 bytes from global to shared; both addresses 4-byte aligned.
+TURBO3_DEVICE TURBO3_FORCEINLINE void async_copy4(async_destination dst, const void* global_src) {
+#if TURBO3_HAS_CP_ASYNC
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(global_src));
+#else
+  *reinterpret_cast<uint32_t*>(dst) = *static_cast<const uint32_t*>(global_src);
 #endif
 }
 
-// One shared word from global: the first `src_bytes` (2 or 4) bytes are read, the rest of the word
-// is zero-filled (so a 2-byte tail never reads past its row). Both addresses 4-byte aligned.
-TURBO3_DEVICE TURBO3_FORCEINLINE void async_copy4(void* shared_dst, const void* global_src, int src_bytes) {
+// The first 2 bytes of a word from global, the other 2 zero-filled: a row's last half word is
+// copied without reading past the row. Both addresses 4-byte aligned.
+TURBO3_DEVICE TURBO3_FORCEINLINE void async_copy2_of4(async_destination dst, const void* global_src) {
 #if TURBO3_HAS_CP_ASYNC
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(shared_dst));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(global_src), "r"(src_bytes)
-               : "memory");
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, 2;\n" ::"r"(dst), "l"(global_src));
 #else
-  const uint16_t* src = static_cast<const uint16_t*>(global_src);
-  static_cast<uint32_t*>(shared_dst)[0] = src_bytes >= 4 ? (src[0] | (static_cast<uint32_t>(src[1]) << 16)) : src[0];
+  *reinterpret_cast<uint32_t*>(dst) = *static_cast<const uint16_t*>(global_src);
 #endif
 }
+
+// The copies carry no compiler memory barrier: the destination is not read before async_wait
+// (which has one) and a warp or work-group barrier, so other shared-memory accesses may move
+// across them.
 
 // Closes the group of copies issued by this thread since the last commit.
 TURBO3_DEVICE TURBO3_FORCEINLINE void async_commit() {

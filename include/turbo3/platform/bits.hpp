@@ -15,7 +15,11 @@ namespace platform {
 // (bytes 0-3 in t_lo), where n_k is nibble k of `nibbles` (each 0..7; bits above 15 ignored).
 TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t lookup_bytes4(uint32_t t_lo, uint32_t t_hi, uint32_t nibbles) {
 #if defined(TURBO3_PLATFORM_CUDA)
-  return __byte_perm(t_lo, t_hi, nibbles);
+  // prmt directly: __byte_perm masks each nibble to 3 bits first (one more instruction), which
+  // nibbles that are already 0..7 do not need.
+  uint32_t r;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(t_lo), "r"(t_hi), "r"(nibbles));
+  return r;
 #else
   // v_perm_b32 takes one selector byte per output byte: widen the nibbles to bytes first.
   uint32_t sel = nibbles & 0xffffu;

@@ -122,7 +122,9 @@ TURBO3_DEVICE TURBO3_FORCEINLINE uint16_t float_to_half_bits(float f) {
 // ---- native math (inputs in the ranges attention uses; not correctly rounded) -------------------
 TURBO3_DEVICE TURBO3_FORCEINLINE float exp2_fast(float x) {
 #if defined(TURBO3_PLATFORM_CUDA)
-  return exp2f(x);  // ex2.approx.ftz under the default flags for float
+  float y;  // exp2f without fast-math adds a denormal range fix-up around the same instruction
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
 #else
   return __builtin_amdgcn_exp2f(x);
 #endif
