@@ -109,13 +109,20 @@ TEST_CASE("flash_attention: each invalid field returns its status, launches noth
   { auto p = good; p.scale = NAN; expect_rejected(hp, p, status::invalid_argument); }
   { auto p = good; p.softcap = -1.0f; expect_rejected(hp, p, status::invalid_argument); }
   { auto p = good; p.max_bias = -1.0f; expect_rejected(hp, p, status::invalid_argument); }
-  {  // forcing a kernel this build does not have yet
+  // forcing a prefill route on a head dim it does not take (f16, 96): unsupported, nothing touched
+  for (kernel_choice k : {kernel_choice::tile, kernel_choice::materialize}) {
     auto p = good;
+    p.k.type = p.v.type = data_type::f16;
+    p.q.ne[0] = p.k.ne[0] = p.v.ne[0] = p.out.ne[0] = 96;
+    p.k.nb[1] = p.v.nb[1] = 96 * 2;
+    p.k.nb[2] = p.v.nb[2] = p.k.nb[1] * hp.n_kv;
+    p.k.nb[3] = p.v.nb[3] = p.k.nb[2] * hp.HKV;
     hp.poison();
     tripwire_allocator alloc;
     launch_options opt;
-    opt.kernel = kernel_choice::tile;
+    opt.kernel = k;
     CHECK(flash_attention(p, alloc, nullptr, opt) == status::unsupported);
+    CHECK(workspace_bytes(p, opt) == 0);
     CHECK(alloc.calls == 0);
     CHECK(hp.still_poisoned());
   }
