@@ -68,6 +68,7 @@ struct bench_config {
   std::vector<int> prefill_head_dims = {256};
   bool prefill_mask = false;  // also register the /mask variants
   bool head_major = false;  // K/V layout: head-major instead of token-major
+  int kv_splits = 0;        // decode split-KV count; 0: the launcher's choice
 } g_config;
 
 double measure_copy_bandwidth() {
@@ -484,7 +485,9 @@ void decode_benchmark(benchmark::State& state, const std::string& key, const dec
       p.scale = 1.0f / std::sqrt(static_cast<float>(d));
     }
     BENCH_CHECK(hipDeviceSynchronize());
-    build_case(*c, sets, kernel.options);
+    turbo3::launch_options options = kernel.options;
+    options.kv_splits = g_config.kv_splits;
+    build_case(*c, sets, options);
   }
   if (!time_case(state, *c)) return;
   state.counters["tokens_per_s"] = benchmark::Counter(1.0, benchmark::Counter::kIsIterationInvariantRate);
@@ -552,7 +555,9 @@ const char* const usage =
     "  --prefill-head-dims=a,b  prefill head dims (default 256)\n"
     "  --mask               also run prefill with a full additive f16 mask (suffix /mask)\n"
     "  --depths=a,b,...     decode context depths (default 4096,32768,131072)\n"
-    "  --head-dims=a,b      decode head dims (default 128,256)\n";
+    "  --head-dims=a,b      decode head dims (default 128,256)\n"
+    "  --kv-splits=N        decode split-KV count (default: the launcher's choice)\n"
+    "  --head-major         K/V rows of each head contiguous (default: token-major, as engines store them)\n";
 
 }  // namespace
 
@@ -572,6 +577,7 @@ int main(int argc, char** argv) {
     else if (const char* v = value("--prefill-head-dims=")) g_config.prefill_head_dims = parse_list(v);
     else if (a == "--mask") g_config.prefill_mask = true;
     else if (a == "--head-major") g_config.head_major = true;
+    else if (const char* v = value("--kv-splits=")) g_config.kv_splits = std::atoi(v);
     else if (a == "--help" || a == "-h") {
       std::printf("%s\n", usage);
       rest.push_back(argv[i]);  // Google Benchmark prints its own flags

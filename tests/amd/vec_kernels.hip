@@ -29,6 +29,10 @@ template __global__ void vec_combine_kernel<512>(attention_args, int, int, bool)
 }  // namespace detail
 }  // namespace turbo3
 
-// The turbo3 D = 256 kernels must not spill on RDNA4 (gfx1201), the first target. Other
-// instantiations are reported in RESOURCES.md; SGPR spills (to VGPR lanes) remain at 8 and 16 rows.
+// The turbo3 D = 256 kernels must not spill on RDNA4 (gfx1201), the first target: neither VGPRs
+// nor SGPRs (the per-row softmax state lives in shared memory, not in wave-uniform registers).
+// Other instantiations are reported in RESOURCES.md.
 // amd-check: vec_kernel<256,?turbo3::kv::turbo3_loader,?turbo3::kv::turbo3_loader,*@gfx1201 max vgpr_spill 0
+// amd-check: vec_kernel<256,?turbo3::kv::turbo3_loader,?turbo3::kv::turbo3_loader,*@gfx1201 max sgpr_spill 0
+// amd-check: vec_kernel<256,?turbo3::kv::turbo3_loader,?turbo3::kv::f16_loader,*@gfx1201 max sgpr_spill 0
+// amd-check: vec_kernel<256,?turbo3::kv::f16_loader,?turbo3::kv::turbo3_loader,*@gfx1201 max sgpr_spill 0

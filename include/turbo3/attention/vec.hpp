@@ -90,6 +90,27 @@ TURBO3_DEVICE TURBO3_FORCEINLINE vec_row vec_row_of(const attention_args& a, int
   return {active ? i : -1, kv_head * a.gqa + head_split * heads_per_block + g};
 }
 
+// What the softmax needs of row r, computed once per work-group and kept in shared memory (as
+// per-row registers they are wave-uniform values that AMD compilers hold in scalar registers,
+// which 16 rows overflow).
+struct vec_row_info {
+  const platform::half* mask;  // the row's mask row, or nullptr (no mask, or a padding row)
+  int query;                   // -1 for a padding row
+  float slope;                 // ALiBi slope times log2(e)
+};
+
+TURBO3_DEVICE TURBO3_FORCEINLINE vec_row_info vec_row_info_of(const attention_args& a, const vec_row& row, int seq) {
+  vec_row_info info;
+  info.query = row.query;
+  info.slope = exp2f(alibi_slope_log2(a.max_bias, row.head, a.n_head)) * log2e;
+  info.mask = a.mask && row.query >= 0
+                  ? reinterpret_cast<const platform::half*>(a.mask + row.query * a.mask_nb1 +
+                                                            (row.head % a.mask_ne2) * a.mask_nb2 +
+                                                            (seq % a.mask_ne3) * a.mask_nb3)
+                  : nullptr;
+  return info;
+}
+
 TURBO3_DEVICE TURBO3_FORCEINLINE size_t vec_partial_row(const attention_args& a, int seq, int kv_block, int q_tile,
                                                         int split, int blocks_per_seq, int NR, int r, int D) {
   const size_t base = ((static_cast<size_t>(seq) * blocks_per_seq + kv_block) * a.q_tiles + q_tile) * a.n_splits + split;
@@ -152,13 +173,16 @@ TURBO3_DEVICE void load_queries(const attention_args& a, const vec_context& x, f
 }
 
 // Online softmax over one tile. Thread tid owns key j0 + tid: it reads its raw scores from
-// score_s [tile][NR], applies softcap, mask, ALiBi and the causal window, updates the running max
-// and sum of every row, and writes p * norm of each V block to w_s [V_SCALES][tile][NR] and the
-// rows' rescale factors to alpha_s. The caller synchronizes before reading w_s.
+// score_s [tile][NR], applies softcap, mask, ALiBi and the causal window, updates the running sum
+// of every row (its own keys' share), and writes p * norm of each V block to w_s [V_SCALES][tile][NR]
+// and the rows' rescale factors to alpha_s. The running maxima live in shared memory (m_s, one
+// thread updates each row): as per-thread copies they are wave-uniform values that AMD compilers
+// keep in scalar registers, and 16 rows of them spill there. The caller synchronizes before
+// reading w_s.
 template <int NR, int V_SCALES, class VL>
 TURBO3_DEVICE void softmax_tile(const attention_args& a, const vec_context& x, int j0, const float* score_s,
-                                float (*warp_part)[NR], float* alpha_s, float* w_s, float m_run[NR], float l_run[NR],
-                                int tid) {
+                                const vec_row_info* rows, float (*warp_part)[NR], float* alpha_s, float* w_s,
+                                float* m_s, float l_run[NR], int tid) {
   constexpr int n_warps = vec_threads / platform::warp_size;
   const int warp = tid / platform::warp_size, lane = tid % platform::warp_size;
   const int j = j0 + tid;
@@ -166,16 +190,14 @@ TURBO3_DEVICE void softmax_tile(const attention_args& a, const vec_context& x, i
   float s[NR];
   TURBO3_UNROLL
   for (int r = 0; r < NR; ++r) {
-    const vec_row row = vec_row_of(a, r, x.kv_head, x.head_split, x.q_tile, x.heads_per_block);
+    const vec_row_info row = rows[r];
     float v = key_ok ? score_s[tid * NR + r] : 0.0f;
     if (a.softcap_post != 0.0f) v = a.softcap_post * platform::tanh_fast(v);
     bool visible = key_ok && row.query >= 0 && (!a.causal || j <= row.query + a.n_kv - a.n_q);
-    if (visible && a.mask) {
-      const platform::half* m = reinterpret_cast<const platform::half*>(
-          a.mask + row.query * a.mask_nb1 + (row.head % a.mask_ne2) * a.mask_nb2 + (x.seq % a.mask_ne3) * a.mask_nb3);
-      const float mv = platform::half_to_float(m[j]);
+    if (visible && row.mask) {
+      const float mv = platform::half_to_float(row.mask[j]);
       if (mv == -INFINITY) visible = false;
-      else v += exp2f(alibi_slope_log2(a.max_bias, row.head, a.n_head)) * log2e * mv;
+      else v += row.slope * mv;
     }
     s[r] = visible ? v : -INFINITY;
   }
@@ -186,22 +208,24 @@ TURBO3_DEVICE void softmax_tile(const attention_args& a, const vec_context& x, i
     if (lane == 0) warp_part[warp][r] = mx;
   }
   platform::sync_threads();
+  if (tid < NR) {
+    const int r = tid;
+    float alpha = 1.0f;
+    if (r < x.active_rows) {
+      float mx = warp_part[0][r];
+      for (int w = 1; w < n_warps; ++w) mx = fmaxf(mx, warp_part[w][r]);
+      const float m_old = m_s[r], m_new = fmaxf(m_old, mx);
+      alpha = m_new == -INFINITY ? 1.0f : platform::exp2_fast(m_old - m_new);
+      m_s[r] = m_new;
+    }
+    alpha_s[r] = alpha;
+  }
+  platform::sync_threads();
   float p[NR];
   TURBO3_UNROLL
   for (int r = 0; r < NR; ++r) {
-    if (r >= x.active_rows) {
-      p[r] = 0.0f;
-      if (tid == 0) alpha_s[r] = 1.0f;
-      continue;
-    }
-    float mx = warp_part[0][r];
-    for (int w = 1; w < n_warps; ++w) mx = fmaxf(mx, warp_part[w][r]);
-    const float m_new = fmaxf(m_run[r], mx);
-    const float alpha = m_new == -INFINITY ? 1.0f : platform::exp2_fast(m_run[r] - m_new);
-    p[r] = s[r] == -INFINITY ? 0.0f : platform::exp2_fast(s[r] - m_new);
-    l_run[r] = l_run[r] * alpha + p[r];
-    m_run[r] = m_new;
-    if (tid == 0) alpha_s[r] = alpha;
+    p[r] = r < x.active_rows && s[r] != -INFINITY ? platform::exp2_fast(s[r] - m_s[r]) : 0.0f;
+    l_run[r] = l_run[r] * alpha_s[r] + p[r];
   }
   const char* v_row = x.v_head + static_cast<int64_t>(j) * a.v_nb1;
   TURBO3_UNROLL
@@ -217,7 +241,7 @@ TURBO3_DEVICE void softmax_tile(const attention_args& a, const vec_context& x, i
 // warp_part is reused for the sums, so the caller must not need it any more.
 template <int D, int NR, int KEY_SLICES>
 TURBO3_DEVICE void write_partial(const attention_args& a, const vec_context& x, const float* red,
-                                 float (*warp_part)[NR], const float m_run[NR], const float l_run[NR],
+                                 float (*warp_part)[NR], const float* m_s, const float l_run[NR],
                                  int head_splits, int tid) {
   constexpr int n_warps = vec_threads / platform::warp_size;
   const int warp = tid / platform::warp_size, lane = tid % platform::warp_size;
@@ -237,9 +261,7 @@ TURBO3_DEVICE void write_partial(const attention_args& a, const vec_context& x, 
   if (tid < NR) {
     float sum = 0.0f;
     for (int w = 0; w < n_warps; ++w) sum += warp_part[w][tid];
-    float m = -INFINITY;
-    TURBO3_UNROLL
-    for (int r = 0; r < NR; ++r) m = r == tid ? m_run[r] : m;
+    const float m = m_s[tid];
     float* tail = a.partial + vec_partial_row(a, x.seq, x.kv_block, x.q_tile, x.split, blocks_per_seq, NR, tid, D) + D;
     tail[0] = m;
     tail[1] = sum;
@@ -253,12 +275,18 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
   __shared__ float smem[C::smem_floats];
   __shared__ float warp_part[n_warps > 0 ? n_warps : 1][NR];
   __shared__ float alpha_s[NR];
+  __shared__ float m_s[NR];          // running max of each row
+  __shared__ vec_row_info rows_s[NR];
   __shared__ float score_s[vec_tile * NR];
   float* q_s = smem;                 // [NR][D], prescaled, rotated, in the K loader's slot order
   float* w_s = smem + C::q_floats;   // [v_scales][tile][NR]: p * norm of each V block
 
   const int tid = static_cast<int>(threadIdx.x);
   const vec_context x = make_vec_context(a, head_splits);
+  if (tid < NR) {  // load_queries synchronizes before any use
+    m_s[tid] = -INFINITY;
+    rows_s[tid] = vec_row_info_of(a, vec_row_of(a, tid, x.kv_head, x.head_split, x.q_tile, x.heads_per_block), x.seq);
+  }
   load_queries<D, KL, NR>(a, x, q_s, smem + C::q_floats, tid);
 
   // Score-phase layout: lane group of `chunks` lanes per key, one chunk per lane.
@@ -271,9 +299,9 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
       for (int e = 0; e < kv::chunk_values; ++e) q_reg[r][e] = q_s[r * D + k_chunk * kv::chunk_values + e];
   }
 
-  float m_run[NR], l_run[NR];
+  float l_run[NR];
   TURBO3_UNROLL
-  for (int r = 0; r < NR; ++r) { m_run[r] = -INFINITY; l_run[r] = 0.0f; }
+  for (int r = 0; r < NR; ++r) l_run[r] = 0.0f;
 
   // Value-phase layout: chunk, row slice, key slice.
   const int v_chunk = tid % C::chunks;
@@ -353,7 +381,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
       }
     }
     platform::sync_threads();
-    softmax_tile<NR, C::v_scales, VL>(a, x, j0, score_s, warp_part, alpha_s, w_s, m_run, l_run, tid);
+    softmax_tile<NR, C::v_scales, VL>(a, x, j0, score_s, rows_s, warp_part, alpha_s, w_s, m_s, l_run, tid);
     platform::sync_threads();
 
     // ---- values: acc = acc * alpha + sum_j w_j * C[i_j] ----------------------------------------
@@ -390,7 +418,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
     TURBO3_UNROLL
     for (int e = 0; e < kv::chunk_values; ++e)
       red[(v_keys0 * NR + v_row0 + r) * D + v_chunk * kv::chunk_values + C::value_of_slot(e)] = acc[r][e];
-  write_partial<D, NR, C::key_slices>(a, x, red, warp_part, m_run, l_run, head_splits, tid);
+  write_partial<D, NR, C::key_slices>(a, x, red, warp_part, m_s, l_run, head_splits, tid);
 }
 
 // One work-group per output row (query, head, seq): merge the splits, add the sink, normalize,

@@ -46,6 +46,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_mma_kernel(attention_ar
   __shared__ float smem[C::smem_floats];
   __shared__ float warp_part[C::n_warps][NR];
   __shared__ float alpha_s[NR];
+  __shared__ float m_s[NR];
+  __shared__ vec_row_info rows_s[NR];
   __shared__ float score_s[vec_tile * NR];
   float* q_s = smem;
   float* w_s = smem + C::q_floats;
@@ -53,6 +55,10 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_mma_kernel(attention_ar
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   const vec_context x = make_vec_context(a, head_splits);
+  if (tid < NR) {  // load_queries synchronizes before any use
+    m_s[tid] = -INFINITY;
+    rows_s[tid] = vec_row_info_of(a, vec_row_of(a, tid, x.kv_head, x.head_split, x.q_tile, x.heads_per_block), x.seq);
+  }
   load_queries<D, KL, NR>(a, x, q_s, smem + C::q_floats, tid);
 
   // Q^T fragments: row g, chunk 8b+t+4h, k-step s: slots (4s, 4s+1) and (4s+2, 4s+3).
@@ -69,9 +75,9 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_mma_kernel(attention_ar
       }
   platform::sync_threads();  // q_s is reused for w_s below
 
-  float m_run[NR], l_run[NR];
+  float l_run[NR];
   TURBO3_UNROLL
-  for (int r = 0; r < NR; ++r) { m_run[r] = -INFINITY; l_run[r] = 0.0f; }
+  for (int r = 0; r < NR; ++r) l_run[r] = 0.0f;
   float acc[C::m_tiles][4];
   TURBO3_UNROLL
   for (int m = 0; m < C::m_tiles; ++m)
@@ -125,7 +131,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_mma_kernel(attention_ar
       if (ok_b) { score_s[key_b * NR + 2 * t] = sc[2]; score_s[key_b * NR + 2 * t + 1] = sc[3]; }
     }
     platform::sync_threads();
-    softmax_tile<NR, C::v_scales, VL>(a, x, j0, score_s, warp_part, alpha_s, w_s, m_run, l_run, tid);
+    softmax_tile<NR, C::v_scales, VL>(a, x, j0, score_s, rows_s, warp_part, alpha_s, w_s, m_s, l_run, tid);
     platform::sync_threads();
 
     // ---- values: O^T (dims x 8 rows) += V^T (dims x 16 keys) P^T --------------------------------
@@ -180,7 +186,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_mma_kernel(attention_ar
     red[(warp * NR + 2 * t) * D + dim_b] = acc[m][2];
     red[(warp * NR + 2 * t + 1) * D + dim_b] = acc[m][3];
   }
-  write_partial<D, NR, C::n_warps>(a, x, red, warp_part, m_run, l_run, head_splits, tid);
+  write_partial<D, NR, C::n_warps>(a, x, red, warp_part, m_s, l_run, head_splits, tid);
 }
 
 }  // namespace detail

@@ -163,19 +163,10 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
   };
 
   // The rows this lane's score and value fragments touch: 2t and 2t+1.
-  vec_row rows[2];
-  float slope[2];
-  const platform::half* mask_row[2];
+  vec_row_info rows[2];
   TURBO3_UNROLL
-  for (int e = 0; e < 2; ++e) {
-    rows[e] = vec_row_of(a, 2 * t + e, x.kv_head, x.head_split, x.q_tile, x.heads_per_block);
-    slope[e] = exp2f(alibi_slope_log2(a.max_bias, rows[e].head, a.n_head)) * log2e;
-    mask_row[e] = a.mask && rows[e].query >= 0
-                      ? reinterpret_cast<const platform::half*>(a.mask + rows[e].query * a.mask_nb1 +
-                                                                (rows[e].head % a.mask_ne2) * a.mask_nb2 +
-                                                                (x.seq % a.mask_ne3) * a.mask_nb3)
-                      : nullptr;
-  }
+  for (int e = 0; e < 2; ++e)
+    rows[e] = vec_row_info_of(a, vec_row_of(a, 2 * t + e, x.kv_head, x.head_split, x.q_tile, x.heads_per_block), x.seq);
   const int causal_shift = a.n_kv - a.n_q;  // key j is visible to query i iff j <= i + causal_shift
 
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
@@ -237,15 +228,15 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
     TURBO3_UNROLL
     for (int e = 0; e < 4; ++e) {
       const int key = e < 2 ? g : g + 8;
-      const vec_row& row = rows[e & 1];
+      const vec_row_info& row = rows[e & 1];
       const int j = j0 + key;
       float v = s[e];
       if (a.softcap_post != 0.0f) v = a.softcap_post * platform::tanh_fast(v);
       bool visible = key < n && row.query >= 0 && (!a.causal || j <= row.query + causal_shift);
-      if (visible && mask_row[e & 1]) {
-        const float mv = platform::half_to_float(mask_row[e & 1][j]);
+      if (visible && row.mask) {
+        const float mv = platform::half_to_float(row.mask[j]);
         if (mv == -INFINITY) visible = false;
-        else v += slope[e & 1] * mv;
+        else v += row.slope * mv;
       }
       s[e] = visible ? v : -INFINITY;
     }
