@@ -178,7 +178,7 @@ def prefill_tables(rows):
             cells = [name, r["kv"], str(r["L"]), fmt_us(r["us"]), fmt_rate(r["tokens_per_s"]), f"{r['tflops']:.1f}", vs_f16]
             out.append("| " + " | ".join(cells + vs_torch) + " |")
         # The kernel-against-kernel ratios the prefill issues set targets for (turbo3 K/V).
-        pairs = [("tile", "vec"), ("tile", "materialize"), ("mma", "vec"), ("mma", "materialize"), ("mma", "tile")]
+        pairs = [("tile", "vec"), ("tile", "vec-scalar"), ("tile", "materialize"), ("mma", "vec"), ("mma", "materialize"), ("mma", "tile")]
         lens = sorted({r["L"] for r in group})
         have = [(a, b) for a, b in pairs if any((a, "turbo3", L) in index and (b, "turbo3", L) in index for L in lens)]
         if have:

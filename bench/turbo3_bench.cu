@@ -5,8 +5,9 @@
 //                                        adds /d<D> before pp<L>), causal; /mask: a full additive
 //                                        f16 mask [n_kv, n_q] with the causal pattern (0 or -inf) and
 //                                        the causal flag off, as ggml engines pass it (--mask).
-//                                        kernel: vec (decode kernel forced for prefill), materialize,
-//                                        tile, and mma once launch.hpp has kernel_choice::mma.
+//                                        kernel: vec (the decode kernels forced for prefill), vec-scalar
+//                                        (the FMA decode kernel forced), materialize, tile, and mma once
+//                                        launch.hpp has kernel_choice::mma.
 //   decode/<kernel>/<kv>/d<D>/depth<N>   one query row; kernel vec (the launcher's default choice),
 //                                        vec-scalar (FMA) and vec-mma (matrix instructions) forced.
 // kv: f16 or turbo3 (both K and V). Q and out are f32, token-major as an engine lays them out.
@@ -324,8 +325,6 @@ struct prefill_kernel {
   template <class E>                                                                \
   struct has_##name<E, std::void_t<decltype(E::name)>> : std::true_type {};
 BENCH_HAS_ENUMERATOR(mma)
-BENCH_HAS_ENUMERATOR(scalar)
-BENCH_HAS_ENUMERATOR(matrix)
 #undef BENCH_HAS_ENUMERATOR
 
 template <class E = turbo3::kernel_choice>
@@ -335,8 +334,11 @@ std::vector<prefill_kernel> prefill_kernels() {
     o.kernel = choice;
     return o;
   };
+  turbo3::launch_options scalar_vec = with(E::vec);
+  scalar_vec.vec = turbo3::vec_variant::scalar;
   std::vector<prefill_kernel> k = {
-      {"vec", with(E::vec)},                  // the decode kernel forced for prefill (the seed's stock path)
+      {"vec", with(E::vec)},                  // the decode kernels forced for prefill, as the launcher picks them
+      {"vec-scalar", scalar_vec},             // the FMA decode kernel forced for prefill (the seed's stock path)
       {"materialize", with(E::materialize)},  // dequantize K/V to f16 in workspace, then the f16 kernel
       {"tile", with(E::tile)},                // inline dequant in the shared-memory tile load
   };
@@ -413,41 +415,21 @@ void prefill_benchmark(benchmark::State& state, const std::string& key, const pr
 
 // ---- decode -------------------------------------------------------------------------------------
 // The decode kernels: `vec` is what the launcher picks by default; the others force one variant
-// (each falls back to the scalar kernel where it does not apply, e.g. vec-mma at 16 rows). Written
-// against whichever launch_options the headers have: a `vec` variant field, or the older
-// `matrix_cores` switch.
+// (each falls back to the scalar kernel where it does not apply, e.g. vec-mma at 16 rows).
 struct decode_kernel {
   std::string name;
   turbo3::launch_options options;
 };
 
-template <class O, class = void>
-struct has_vec_variant : std::false_type {};
-template <class O>
-struct has_vec_variant<O, std::void_t<decltype(std::declval<O&>().vec)>> : std::true_type {};
-template <class O, class = void>
-struct has_matrix_cores : std::false_type {};
-template <class O>
-struct has_matrix_cores<O, std::void_t<decltype(std::declval<O&>().matrix_cores)>> : std::true_type {};
-
-template <class O = turbo3::launch_options>
 std::vector<decode_kernel> decode_kernels() {
-  std::vector<decode_kernel> k = {{"vec", O{}}};
-  if constexpr (has_vec_variant<O>::value) {
-    using V = std::decay_t<decltype(std::declval<O&>().vec)>;
-    const auto with = [](V v) {
-      O o;
-      o.vec = v;
-      return o;
-    };
-    if constexpr (has_scalar<V>::value) k.push_back({"vec-scalar", with(V::scalar)});
-    if constexpr (has_matrix<V>::value) k.push_back({"vec-mma", with(V::matrix)});
-  } else if constexpr (has_matrix_cores<O>::value) {
-    O o;
-    o.matrix_cores = true;
-    k.push_back({"vec-mma", o});
-  }
-  return k;
+  const auto with = [](turbo3::vec_variant v) {
+    turbo3::launch_options o;
+    o.vec = v;
+    return o;
+  };
+  return {{"vec", turbo3::launch_options{}},
+          {"vec-scalar", with(turbo3::vec_variant::scalar)},
+          {"vec-mma", with(turbo3::vec_variant::matrix)}};
 }
 
 void decode_benchmark(benchmark::State& state, const std::string& key, const decode_kernel& kernel,
