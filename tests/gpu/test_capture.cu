@@ -24,27 +24,8 @@ attention_case decode_case() {
 template <class Allocator>
 void capture_and_replay(Allocator& allocator, hipStream_t stream, attention_problem& prob, std::mt19937_64& rng,
                         const char* name) {
-  hipGraph_t graph = nullptr;
-  hipGraphExec_t exec = nullptr;
-  TURBO3_CHECK_HIP(hipStreamBeginCapture(stream, hipStreamCaptureModeGlobal));
-  const status s = flash_attention(prob.device_params(), allocator, stream);
-  TURBO3_CHECK_HIP(hipStreamEndCapture(stream, &graph));
-  REQUIRE(s == status::ok);
-  TURBO3_CHECK_HIP(hipGraphInstantiate(&exec, graph, nullptr, nullptr, 0));
-  double worst = 0;
-  for (int replay = 0; replay < 20; ++replay) {
-    prob.refill(rng);
-    prob.poison_output();
-    TURBO3_CHECK_HIP(hipGraphLaunch(exec, stream));
-    TURBO3_CHECK_HIP(hipStreamSynchronize(stream));
-    const double e = prob.compare_with_reference();
-    INFO(name << " replay " << replay << " NMSE " << e);
-    REQUIRE(e <= 1e-5);
-    worst = std::max(worst, e);
-  }
+  const double worst = turbo3_test::capture_and_replay(allocator, stream, prob, rng, launch_options{}, 20, name);
   std::printf("capture (%s): 20 replays with new Q/K/V, worst NMSE %.3e\n", name, worst);
-  TURBO3_CHECK_HIP(hipGraphExecDestroy(exec));
-  TURBO3_CHECK_HIP(hipGraphDestroy(graph));
 }
 
 }  // namespace

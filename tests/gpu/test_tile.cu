@@ -253,28 +253,9 @@ void capture_prefill(kernel_choice k, attention_problem& prob, std::mt19937_64& 
   const size_t need = workspace_bytes(prob.device_params(), opt);
   device_buffer arena_memory(arena_allocator::footprint(need));
   arena_allocator arena(arena_memory.ptr, arena_memory.bytes);
-  hipGraph_t graph = nullptr;
-  hipGraphExec_t exec = nullptr;
-  TURBO3_CHECK_HIP(hipStreamBeginCapture(stream, hipStreamCaptureModeGlobal));
-  const status s = flash_attention(prob.device_params(), arena, stream, opt);
-  TURBO3_CHECK_HIP(hipStreamEndCapture(stream, &graph));
-  REQUIRE(s == status::ok);
+  const double worst = turbo3_test::capture_and_replay(arena, stream, prob, rng, opt, 5, name);
   CHECK(arena.used() == 0);  // everything returned to the arena
-  TURBO3_CHECK_HIP(hipGraphInstantiate(&exec, graph, nullptr, nullptr, 0));
-  double worst = 0;
-  for (int replay = 0; replay < 5; ++replay) {
-    prob.refill(rng);
-    prob.poison_output();
-    TURBO3_CHECK_HIP(hipGraphLaunch(exec, stream));
-    TURBO3_CHECK_HIP(hipStreamSynchronize(stream));
-    const double e = prob.compare_with_reference();
-    INFO(name << " replay " << replay << " NMSE " << e);
-    REQUIRE(e <= nmse_limit);
-    worst = std::max(worst, e);
-  }
   std::printf("capture prefill (%s, arena %zu bytes): 5 replays with new Q/K/V, worst NMSE %.3e\n", name, need, worst);
-  TURBO3_CHECK_HIP(hipGraphExecDestroy(exec));
-  TURBO3_CHECK_HIP(hipGraphDestroy(graph));
   TURBO3_CHECK_HIP(hipStreamDestroy(stream));
 }
 
