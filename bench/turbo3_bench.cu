@@ -174,6 +174,14 @@ struct prepared_case {
     device.push_back(p);
     return p;
   }
+  // Rotated copy i of a master buffer: copy 0 is the master itself, the others are new allocations
+  // holding the same bytes (the copies differ in address, which is what defeats the L2).
+  void* copy_of(void* master, size_t bytes, int i) {
+    if (i == 0) return master;
+    void* p = alloc(bytes);
+    BENCH_CHECK(hipMemcpy(p, master, bytes, hipMemcpyDeviceToDevice));
+    return p;
+  }
   ~prepared_case() {
     if (stream) (void)hipStreamSynchronize(stream);
     if (exec) (void)hipGraphExecDestroy(exec);
@@ -378,19 +386,10 @@ void prefill_benchmark(benchmark::State& state, const std::string& key, const pr
       void* out = c->alloc(qo_bytes);
       fill_random(q, static_cast<int64_t>(len) * H, d, data_type::f32, 100u + static_cast<uint32_t>(i));
       set_q_out(p, q, out, d, len, H);
-      // The copies differ in address, which is what defeats the L2; one copy may be the master.
-      void* k = i == 0 ? k_master : c->alloc(kv_bytes);
-      void* v = i == 0 ? v_master : c->alloc(kv_bytes);
-      if (i > 0) {
-        BENCH_CHECK(hipMemcpy(k, k_master, kv_bytes, hipMemcpyDeviceToDevice));
-        BENCH_CHECK(hipMemcpy(v, v_master, kv_bytes, hipMemcpyDeviceToDevice));
-      }
-      set_kv(p.k, k, kv, d, len, HKV);
-      set_kv(p.v, v, kv, d, len, HKV);
+      set_kv(p.k, c->copy_of(k_master, kv_bytes, i), kv, d, len, HKV);
+      set_kv(p.v, c->copy_of(v_master, kv_bytes, i), kv, d, len, HKV);
       if (mask) {
-        void* m = i == 0 ? m_master : c->alloc(mask_bytes);
-        if (i > 0) BENCH_CHECK(hipMemcpy(m, m_master, mask_bytes, hipMemcpyDeviceToDevice));
-        p.mask.data = m; p.mask.type = data_type::f16;
+        p.mask.data = c->copy_of(m_master, mask_bytes, i); p.mask.type = data_type::f16;
         p.mask.ne[0] = len; p.mask.ne[1] = len; p.mask.ne[2] = 1; p.mask.ne[3] = 1;
         p.mask.nb[1] = static_cast<size_t>(len) * 2; p.mask.nb[2] = p.mask.nb[1] * len; p.mask.nb[3] = p.mask.nb[2];
       } else {
@@ -456,14 +455,8 @@ void decode_benchmark(benchmark::State& state, const std::string& key, const dec
       void* out = c->alloc(static_cast<size_t>(d) * H * 4);
       fill_random(q, H, d, data_type::f32, 3u + static_cast<uint32_t>(i));
       set_q_out(p, q, out, d, 1, H);
-      void* k = i == 0 ? k_master : c->alloc(kv_bytes);
-      void* v = i == 0 ? v_master : c->alloc(kv_bytes);
-      if (i > 0) {
-        BENCH_CHECK(hipMemcpy(k, k_master, kv_bytes, hipMemcpyDeviceToDevice));
-        BENCH_CHECK(hipMemcpy(v, v_master, kv_bytes, hipMemcpyDeviceToDevice));
-      }
-      set_kv(p.k, k, kv, d, depth, HKV);
-      set_kv(p.v, v, kv, d, depth, HKV);
+      set_kv(p.k, c->copy_of(k_master, kv_bytes, i), kv, d, depth, HKV);
+      set_kv(p.v, c->copy_of(v_master, kv_bytes, i), kv, d, depth, HKV);
       p.scale = 1.0f / std::sqrt(static_cast<float>(d));
     }
     BENCH_CHECK(hipDeviceSynchronize());
