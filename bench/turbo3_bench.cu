@@ -70,6 +70,7 @@ struct bench_config {
   bool prefill_mask = false;  // also register the /mask variants
   bool head_major = false;  // K/V layout: head-major instead of token-major
   int kv_splits = 0;        // decode split-KV count; 0: the launcher's choice
+  bool library_rotates = true;  // false: the caller rotates Q and the output (an engine's own graph)
 } g_config;
 
 double measure_copy_bandwidth() {
@@ -396,6 +397,7 @@ void prefill_benchmark(benchmark::State& state, const std::string& key, const pr
         p.causal = true;
       }
       p.scale = 1.0f / std::sqrt(static_cast<float>(d));
+      p.rotate_q = p.unrotate_out = g_config.library_rotates;
     }
     BENCH_CHECK(hipDeviceSynchronize());
     build_case(*c, sets, kernel.options);
@@ -458,6 +460,7 @@ void decode_benchmark(benchmark::State& state, const std::string& key, const dec
       set_kv(p.k, c->copy_of(k_master, kv_bytes, i), kv, d, depth, HKV);
       set_kv(p.v, c->copy_of(v_master, kv_bytes, i), kv, d, depth, HKV);
       p.scale = 1.0f / std::sqrt(static_cast<float>(d));
+      p.rotate_q = p.unrotate_out = g_config.library_rotates;
     }
     BENCH_CHECK(hipDeviceSynchronize());
     turbo3::launch_options options = kernel.options;
@@ -532,7 +535,8 @@ const char* const usage =
     "  --depths=a,b,...     decode context depths (default 4096,32768,131072)\n"
     "  --head-dims=a,b      decode head dims (default 128,256)\n"
     "  --kv-splits=N        decode split-KV count (default: the launcher's choice)\n"
-    "  --head-major         K/V rows of each head contiguous (default: token-major, as engines store them)\n";
+    "  --head-major         K/V rows of each head contiguous (default: token-major, as engines store them)\n"
+    "  --no-rotate          the caller rotates Q and the output itself (default: fused into the kernels)\n";
 
 }  // namespace
 
@@ -552,6 +556,7 @@ int main(int argc, char** argv) {
     else if (const char* v = value("--prefill-head-dims=")) g_config.prefill_head_dims = parse_list(v);
     else if (a == "--mask") g_config.prefill_mask = true;
     else if (a == "--head-major") g_config.head_major = true;
+    else if (a == "--no-rotate") g_config.library_rotates = false;
     else if (const char* v = value("--kv-splits=")) g_config.kv_splits = std::atoi(v);
     else if (a == "--help" || a == "-h") {
       std::printf("%s\n", usage);
@@ -588,6 +593,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("copy_GBps", std::to_string(g_device.copy_gbps));
   benchmark::AddCustomContext("n_head", std::to_string(g_config.n_head));
   benchmark::AddCustomContext("n_head_kv", std::to_string(g_config.n_head_kv));
+  benchmark::AddCustomContext("library_rotates", g_config.library_rotates ? "yes" : "no (--no-rotate)");
   (void)turbo3::init(0);
   benchmark::Initialize(&n, rest.data());
   benchmark::RunSpecifiedBenchmarks();

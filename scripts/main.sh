@@ -5,7 +5,8 @@
 # quantizes a synthetic KV cache on the CPU and reports the compression and the attention NMSE of
 # turbo3 against f16 K/V. Arguments go to turbo3_bench (GPU) or to the demo (no GPU).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-if have_gpu; then install_missing python3-matplotlib; else install_missing; fi  # the plot needs matplotlib
+if have_gpu; then install_missing "${TURBO3_BUILD_PACKAGES[@]}" python3-matplotlib  # the plot needs matplotlib
+else install_missing "${TURBO3_BUILD_PACKAGES[@]}"; fi
 find_cuda
 log "configure"
 cmake -S . -B build/main -DCMAKE_BUILD_TYPE=Release -DTURBO3_CUDA="$TURBO3_CUDA" -DTURBO3_AMD_CHECK=OFF \
@@ -44,7 +45,9 @@ if have_gpu && [[ -x $bench ]]; then
   "${report_py:-python3}" bench/report.py "${inputs[@]}" --out bench/results/latest
   log "to add this table to bench/RESULTS.md: python3 bench/report.py ${inputs[*]} --append"
 elif have_gpu; then
-  log "a GPU was found but no CUDA compiler (nvcc), so the benchmark was not built: running the CPU demonstration"
+  why="no CUDA compiler (nvcc)"
+  [[ $TURBO3_CUDA == ON ]] && why="no Google Benchmark (libbenchmark-dev)"
+  log "a GPU was found but the benchmark was not built ($why): running the CPU demonstration"
   ./build/main/examples/turbo3_demo "$@"
 else
   log "no GPU found: running the CPU demonstration instead of the benchmark (quantize a KV cache, report compression and NMSE)"

@@ -194,37 +194,6 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void tile_grid_pos(int tid, int& x, int& y) {
   }
 }
 
-// rotate_groups_shared over `rows` rows of `groups` 128-value groups each, rows `stride` floats
-// apart (padded tiles). Every thread calls it; it synchronizes internally.
-template <bool Inverse>
-TURBO3_DEVICE void rotate_rows_shared(float* x, int rows, int stride, int groups, int tid, int n_threads) {
-  const int n = rows * groups * block_values;
-  auto at = [&](int g, int j) -> float& { return x[(g / groups) * stride + (g % groups) * block_values + j]; };
-  for (int i = tid; i < n; i += n_threads) {
-    const int j = i & (block_values - 1);
-    at(i / block_values, j) *= Inverse ? rotation_s2(j) : rotation_s1(j);
-  }
-  for (int h = 1; h < block_values; h <<= 1) {
-    platform::sync_threads();
-    for (int p = tid; p < n / 2; p += n_threads) {
-      const int g = p / (block_values / 2), q = p % (block_values / 2);
-      const int j = (q / h) * 2 * h + (q % h);
-      float& lo = at(g, j);
-      float& hi = at(g, j + h);
-      const float a = lo, b = hi;
-      lo = a + b;
-      hi = a - b;
-    }
-  }
-  platform::sync_threads();
-  for (int i = tid; i < n; i += n_threads) {
-    const int j = i & (block_values - 1);
-    float& v = at(i / block_values, j);
-    v = (v * rotation_scale) * (Inverse ? rotation_s1(j) : rotation_s2(j));
-  }
-  platform::sync_threads();
-}
-
 struct tile_row {
   int query;  // -1: padding row
   int head;
@@ -354,7 +323,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
     q_s[r * C::qs + d] = v * a.q_prescale;
   }
   platform::sync_threads();
-  if (a.rotate_q) rotate_rows_shared<false>(q_s, C::rows, C::qs, D / block_values, tid, C::threads);
+  if (a.rotate_q) rotate_rows_shared<false, D / block_values>(q_s, C::rows, C::qs, tid, C::threads);
 
   // ---- softmax state: thread tid serves row sm_row with sm_sub's share of the keys -------------
   const int sm_row = tid / C::tpr, sm_sub = tid % C::tpr;
@@ -570,7 +539,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
     }
   }
   platform::sync_threads();
-  if (a.unrotate_out) rotate_rows_shared<true>(q_s, C::rows, C::qs, D / block_values, tid, C::threads);
+  if (a.unrotate_out) rotate_rows_shared<true, D / block_values>(q_s, C::rows, C::qs, tid, C::threads);
   for (int idx = tid; idx < C::rows * D; idx += C::threads) {
     const int r = idx / D, d = idx % D;
     const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);

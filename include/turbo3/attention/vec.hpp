@@ -272,7 +272,7 @@ template <int D, class KL, class VL, int NR>
 TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a, int head_splits) {
   using C = vec_config<D, KL, VL, NR>;
   constexpr int n_warps = vec_threads / platform::warp_size;
-  __shared__ float smem[C::smem_floats];
+  alignas(16) __shared__ float smem[C::smem_floats];  // 16-byte rows for the rotation
   __shared__ float warp_part[n_warps > 0 ? n_warps : 1][NR];
   __shared__ float alpha_s[NR];
   __shared__ float m_s[NR];          // running max of each row
@@ -429,7 +429,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_combine_kernel(attentio
                                                                          bool unrotate) {
   constexpr int n_warps = vec_threads / platform::warp_size;
   constexpr int dims_per_lane = (D + platform::warp_size - 1) / platform::warp_size;
-  __shared__ float row_s[D];
+  alignas(16) __shared__ float row_s[D];
   __shared__ float split_w[vec_max_splits];
   __shared__ float warp_red[n_warps][D];
   __shared__ float warp_scalar[n_warps];

@@ -43,7 +43,7 @@ template <int D, class KL, class VL>
 TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_mma_kernel(attention_args a, int head_splits) {
   using C = vec_mma_config<D, KL, VL>;
   constexpr int NR = C::NR;
-  __shared__ float smem[C::smem_floats];
+  alignas(16) __shared__ float smem[C::smem_floats];  // 16-byte rows for the rotation
   __shared__ float warp_part[C::n_warps][NR];
   __shared__ float alpha_s[NR];
   __shared__ float m_s[NR];

@@ -119,6 +119,22 @@ TURBO3_DEVICE TURBO3_FORCEINLINE uint16_t float_to_half_bits(float f) {
 #endif
 }
 
+// ---- float bits ----------------------------------------------------------------------------------
+TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t float_to_bits(float f) {
+#if defined(TURBO3_PLATFORM_CUDA)
+  return __float_as_uint(f);
+#else
+  return __builtin_bit_cast(uint32_t, f);
+#endif
+}
+TURBO3_DEVICE TURBO3_FORCEINLINE float bits_to_float(uint32_t u) {
+#if defined(TURBO3_PLATFORM_CUDA)
+  return __uint_as_float(u);
+#else
+  return __builtin_bit_cast(float, u);
+#endif
+}
+
 // ---- native math (inputs in the ranges attention uses; not correctly rounded) -------------------
 TURBO3_DEVICE TURBO3_FORCEINLINE float exp2_fast(float x) {
 #if defined(TURBO3_PLATFORM_CUDA)
