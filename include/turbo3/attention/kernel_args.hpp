@@ -1,5 +1,6 @@
 // The device-side form of attention_params: raw pointers, strides and precomputed scalars,
-// passed by value to the VEC and combine kernels.
+// passed by value to the kernels. attention_views holds what every kernel reads of a call; the VEC
+// and TILE argument structs add their own launch layout to it.
 #pragma once
 
 #include <cstdint>
@@ -12,14 +13,13 @@ namespace detail {
 
 inline constexpr float log2e = 1.4426950408889634f;
 
-struct attention_args {
+struct attention_views {
   const char* q;
   const char* k;
   const char* v;
   const char* mask;     // nullptr: no mask
   const float* sinks;   // nullptr: no sinks
   char* out;
-  float* partial;       // split-KV partials: [seq][kv_head][q_tile][split][row][D_v + 2]
 
   int64_t q_nb1, q_nb2, q_nb3;
   int64_t k_nb1, k_nb2, k_nb3;
@@ -29,18 +29,61 @@ struct attention_args {
 
   int n_q, n_kv, n_head, n_head_kv, n_seq;
   int gqa;              // query heads per KV head
-  int ncols;            // queries per work-group
-  int q_tiles;          // ceil(n_q / ncols)
   int mask_ne2, mask_ne3;
-  int n_splits, tiles_per_split;
 
-  bool q_f16, out_f16;
-  bool causal, rotate_q, unrotate_out;
+  bool q_f16, out_f16, causal;
+  bool rotate_q;        // rotate Q forward on load (K is turbo3, or was before materializing)
+  bool unrotate_out;    // rotate the output back (V is turbo3, or was)
 
   float q_prescale;     // scale * log2(e), or scale / softcap with softcap
   float softcap_post;   // softcap * log2(e), 0 without softcap
   float max_bias;
   turbo3_lut lut;
+};
+
+// k_was / v_was: the storage types of K and V as the caller gave them (the materialize path runs
+// the f16 kernels on dequantized copies, and the rotations follow the original types).
+inline attention_views make_views(const attention_params& p, data_type k_was, data_type v_was) {
+  attention_views a{};
+  a.q = static_cast<const char*>(p.q.data);
+  a.k = static_cast<const char*>(p.k.data);
+  a.v = static_cast<const char*>(p.v.data);
+  a.mask = static_cast<const char*>(p.mask.data);
+  a.sinks = p.sinks;
+  a.out = static_cast<char*>(p.out.data);
+  a.q_nb1 = static_cast<int64_t>(p.q.nb[1]); a.q_nb2 = static_cast<int64_t>(p.q.nb[2]); a.q_nb3 = static_cast<int64_t>(p.q.nb[3]);
+  a.k_nb1 = static_cast<int64_t>(p.k.nb[1]); a.k_nb2 = static_cast<int64_t>(p.k.nb[2]); a.k_nb3 = static_cast<int64_t>(p.k.nb[3]);
+  a.v_nb1 = static_cast<int64_t>(p.v.nb[1]); a.v_nb2 = static_cast<int64_t>(p.v.nb[2]); a.v_nb3 = static_cast<int64_t>(p.v.nb[3]);
+  a.mask_nb1 = static_cast<int64_t>(p.mask.nb[1]); a.mask_nb2 = static_cast<int64_t>(p.mask.nb[2]);
+  a.mask_nb3 = static_cast<int64_t>(p.mask.nb[3]);
+  a.out_nb1 = static_cast<int64_t>(p.out.nb[1]); a.out_nb2 = static_cast<int64_t>(p.out.nb[2]);
+  a.out_nb3 = static_cast<int64_t>(p.out.nb[3]);
+  a.n_q = static_cast<int>(p.n_q());
+  a.n_kv = static_cast<int>(p.n_kv());
+  a.n_head = static_cast<int>(p.n_head());
+  a.n_head_kv = static_cast<int>(p.n_head_kv());
+  a.n_seq = static_cast<int>(p.n_seq());
+  a.gqa = a.n_head / a.n_head_kv;
+  a.mask_ne2 = p.mask.data ? static_cast<int>(p.mask.ne[2]) : 1;
+  a.mask_ne3 = p.mask.data ? static_cast<int>(p.mask.ne[3]) : 1;
+  a.q_f16 = p.q.type == data_type::f16;
+  a.out_f16 = p.out.type == data_type::f16;
+  a.causal = p.causal;
+  a.rotate_q = p.rotate_q && k_was == data_type::turbo3;
+  a.unrotate_out = p.unrotate_out && v_was == data_type::turbo3;
+  a.q_prescale = p.softcap > 0.0f ? p.scale / p.softcap : p.scale * log2e;
+  a.softcap_post = p.softcap > 0.0f ? p.softcap * log2e : 0.0f;
+  a.max_bias = p.max_bias;
+  a.lut = make_turbo3_lut(p.kv_codebook);
+  return a;
+}
+
+// VEC and its combine pass.
+struct attention_args : attention_views {
+  float* partial;       // split-KV partials: [seq][kv_block][q_tile][split][row][D_v + 2]
+  int ncols;            // queries per work-group
+  int q_tiles;          // ceil(n_q / ncols)
+  int n_splits, tiles_per_split;
 };
 
 }  // namespace detail

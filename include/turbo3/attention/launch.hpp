@@ -169,36 +169,7 @@ inline vec_plan make_vec_plan(const attention_params& p, const launch_options& o
 
 inline attention_args make_args(const attention_params& p) {
   attention_args a{};
-  a.q = static_cast<const char*>(p.q.data);
-  a.k = static_cast<const char*>(p.k.data);
-  a.v = static_cast<const char*>(p.v.data);
-  a.mask = static_cast<const char*>(p.mask.data);
-  a.sinks = p.sinks;
-  a.out = static_cast<char*>(p.out.data);
-  a.q_nb1 = static_cast<int64_t>(p.q.nb[1]); a.q_nb2 = static_cast<int64_t>(p.q.nb[2]); a.q_nb3 = static_cast<int64_t>(p.q.nb[3]);
-  a.k_nb1 = static_cast<int64_t>(p.k.nb[1]); a.k_nb2 = static_cast<int64_t>(p.k.nb[2]); a.k_nb3 = static_cast<int64_t>(p.k.nb[3]);
-  a.v_nb1 = static_cast<int64_t>(p.v.nb[1]); a.v_nb2 = static_cast<int64_t>(p.v.nb[2]); a.v_nb3 = static_cast<int64_t>(p.v.nb[3]);
-  a.mask_nb1 = static_cast<int64_t>(p.mask.nb[1]); a.mask_nb2 = static_cast<int64_t>(p.mask.nb[2]);
-  a.mask_nb3 = static_cast<int64_t>(p.mask.nb[3]);
-  a.out_nb1 = static_cast<int64_t>(p.out.nb[1]); a.out_nb2 = static_cast<int64_t>(p.out.nb[2]);
-  a.out_nb3 = static_cast<int64_t>(p.out.nb[3]);
-  a.n_q = static_cast<int>(p.n_q());
-  a.n_kv = static_cast<int>(p.n_kv());
-  a.n_head = static_cast<int>(p.n_head());
-  a.n_head_kv = static_cast<int>(p.n_head_kv());
-  a.n_seq = static_cast<int>(p.n_seq());
-  a.gqa = a.n_head / a.n_head_kv;
-  a.mask_ne2 = p.mask.data ? static_cast<int>(p.mask.ne[2]) : 1;
-  a.mask_ne3 = p.mask.data ? static_cast<int>(p.mask.ne[3]) : 1;
-  a.q_f16 = p.q.type == data_type::f16;
-  a.out_f16 = p.out.type == data_type::f16;
-  a.causal = p.causal;
-  a.rotate_q = p.rotate_q;
-  a.unrotate_out = p.unrotate_out && p.v.type == data_type::turbo3;
-  a.q_prescale = p.softcap > 0.0f ? p.scale / p.softcap : p.scale * log2e;
-  a.softcap_post = p.softcap > 0.0f ? p.softcap * log2e : 0.0f;
-  a.max_bias = p.max_bias;
-  a.lut = make_turbo3_lut(p.kv_codebook);
+  static_cast<attention_views&>(a) = make_views(p, p.k.type, p.v.type);
   return a;
 }
 

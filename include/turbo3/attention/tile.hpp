@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "turbo3/attention/kernel_args.hpp"
 #include "turbo3/attention/params.hpp"
 #include "turbo3/attention/rotate_smem.hpp"
 #include "turbo3/kv/loaders.hpp"
@@ -103,73 +104,22 @@ static_assert(tile_fits_lds<platform::arch_family::rdna4>() && tile_fits_lds<pla
 
 // ---- arguments -----------------------------------------------------------------------------------
 
-struct tile_args {
-  const char* q;
-  const char* k;
-  const char* v;
-  const char* mask;    // nullptr: no mask
-  const float* sinks;  // nullptr: no sinks
-  char* out;
-  int64_t q_nb1, q_nb2, q_nb3;
-  int64_t k_nb1, k_nb2, k_nb3;
-  int64_t v_nb1, v_nb2, v_nb3;
-  int64_t mask_nb1, mask_nb2, mask_nb3;
-  int64_t out_nb1, out_nb2, out_nb3;
-  int n_q, n_kv, n_head, n_head_kv, n_seq;
-  int gqa;          // query heads per KV head
+struct tile_args : attention_views {
   int hpb;          // query heads per work-group (min(gqa, rows))
   int head_groups;  // ceil(gqa / hpb)
   int ncols;        // queries per work-group (rows / hpb)
   int q_tiles;      // ceil(n_q / ncols)
-  int mask_ne2, mask_ne3;
-  bool q_f16, out_f16, causal;
-  bool rotate_q;      // rotate Q forward on load (K is turbo3, or was before materializing)
-  bool unrotate_out;  // rotate the output back (V is turbo3, or was)
-  float q_prescale;   // scale * log2(e), or scale / softcap with softcap
-  float softcap_post; // softcap * log2(e), 0 without softcap
-  float max_bias;
-  turbo3_lut lut;
 };
 
 // The TILE arguments of a call. k_was / v_was: the storage type of K and V as the caller gave
 // them (they differ from p.k.type / p.v.type once materialized), which decides the rotations.
 inline tile_args make_tile_args(const attention_params& p, int rows, data_type k_was, data_type v_was) {
   tile_args a{};
-  a.q = static_cast<const char*>(p.q.data);
-  a.k = static_cast<const char*>(p.k.data);
-  a.v = static_cast<const char*>(p.v.data);
-  a.mask = static_cast<const char*>(p.mask.data);
-  a.sinks = p.sinks;
-  a.out = static_cast<char*>(p.out.data);
-  a.q_nb1 = static_cast<int64_t>(p.q.nb[1]); a.q_nb2 = static_cast<int64_t>(p.q.nb[2]); a.q_nb3 = static_cast<int64_t>(p.q.nb[3]);
-  a.k_nb1 = static_cast<int64_t>(p.k.nb[1]); a.k_nb2 = static_cast<int64_t>(p.k.nb[2]); a.k_nb3 = static_cast<int64_t>(p.k.nb[3]);
-  a.v_nb1 = static_cast<int64_t>(p.v.nb[1]); a.v_nb2 = static_cast<int64_t>(p.v.nb[2]); a.v_nb3 = static_cast<int64_t>(p.v.nb[3]);
-  a.mask_nb1 = static_cast<int64_t>(p.mask.nb[1]); a.mask_nb2 = static_cast<int64_t>(p.mask.nb[2]);
-  a.mask_nb3 = static_cast<int64_t>(p.mask.nb[3]);
-  a.out_nb1 = static_cast<int64_t>(p.out.nb[1]); a.out_nb2 = static_cast<int64_t>(p.out.nb[2]);
-  a.out_nb3 = static_cast<int64_t>(p.out.nb[3]);
-  a.n_q = static_cast<int>(p.n_q());
-  a.n_kv = static_cast<int>(p.n_kv());
-  a.n_head = static_cast<int>(p.n_head());
-  a.n_head_kv = static_cast<int>(p.n_head_kv());
-  a.n_seq = static_cast<int>(p.n_seq());
-  a.gqa = a.n_head / a.n_head_kv;
+  static_cast<attention_views&>(a) = make_views(p, k_was, v_was);
   a.hpb = a.gqa < rows ? a.gqa : rows;
   a.head_groups = (a.gqa + a.hpb - 1) / a.hpb;
   a.ncols = rows / a.hpb;
   a.q_tiles = (a.n_q + a.ncols - 1) / a.ncols;
-  a.mask_ne2 = p.mask.data ? static_cast<int>(p.mask.ne[2]) : 1;
-  a.mask_ne3 = p.mask.data ? static_cast<int>(p.mask.ne[3]) : 1;
-  a.q_f16 = p.q.type == data_type::f16;
-  a.out_f16 = p.out.type == data_type::f16;
-  a.causal = p.causal;
-  a.rotate_q = p.rotate_q && k_was == data_type::turbo3;
-  a.unrotate_out = p.unrotate_out && v_was == data_type::turbo3;
-  constexpr float log2e = 1.4426950408889634f;
-  a.q_prescale = p.softcap > 0.0f ? p.scale / p.softcap : p.scale * log2e;
-  a.softcap_post = p.softcap > 0.0f ? p.softcap * log2e : 0.0f;
-  a.max_bias = p.max_bias;
-  a.lut = make_turbo3_lut(p.kv_codebook);
   return a;
 }
 
@@ -337,7 +287,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
       mask_row = reinterpret_cast<const platform::half*>(a.mask + srow.query * a.mask_nb1 +
                                                          (srow.head % a.mask_ne2) * a.mask_nb2 +
                                                          (seq % a.mask_ne3) * a.mask_nb3);
-      slope = platform::exp2_fast(alibi_slope_log2(a.max_bias, srow.head, a.n_head)) * 1.4426950408889634f;
+      slope = platform::exp2_fast(alibi_slope_log2(a.max_bias, srow.head, a.n_head)) * log2e;
     }
   }
   float m_run = -INFINITY, l_run = 0.0f;
@@ -518,7 +468,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
   if (sm_sub == 0) {
     float factor = 0.0f;  // a row that saw no key outputs zeros, sink or not
     if (m_run != -INFINITY) {
-      const float sink = (a.sinks && srow.query >= 0) ? a.sinks[srow.head] * 1.4426950408889634f : -INFINITY;
+      const float sink = (a.sinks && srow.query >= 0) ? a.sinks[srow.head] * log2e : -INFINITY;
       const float m_all = fmaxf(m_run, sink);
       const float keep = platform::exp2_fast(m_run - m_all);
       const float denom = l_run * keep + (sink == -INFINITY ? 0.0f : platform::exp2_fast(sink - m_all));
