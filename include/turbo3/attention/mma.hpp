@@ -53,18 +53,19 @@ struct mma_shape {
   int keys;       // keys per K/V tile (a multiple of 16)
   int resident;   // work-groups per multiprocessor the register budget aims for (NVIDIA)
   bool prefetch;  // read the next tile's packed K/V bytes into registers during this tile's math
-  int batch;      // without prefetch: K (then V) items per thread whose loads are issued together
+  int batch;      // without prefetch: K items (and V items) per thread whose loads are issued together
 };
 
 // NVIDIA (not measured yet): D = 128 with 64 rows (about 80 KB of shared memory, two work-groups
 // per SM), the next tile's bytes read into registers during the math; D = 256 with 128 rows
 // (about 200 KB, one per SM) so each unpacked K/V tile feeds twice the rows, without register
-// prefetch (with it, ptxas spills next to the 128 accumulator registers). AMD: <= 64 KB LDS per
-// work-group, so fewer rows and 32-key tiles, no register prefetch, loads in batches of two.
+// prefetch (with it, ptxas spills next to the 128 accumulator registers) but with all of a tile's
+// loads issued together. AMD: <= 64 KB LDS per work-group, so fewer rows and 32-key tiles, no
+// register prefetch, loads in rounds of two K and two V items.
 TURBO3_HD constexpr mma_shape mma_table(platform::arch_family f, int d) {
   if (f == platform::arch_family::nvidia)
     return d == 128 ? mma_shape{4, 64, 2, true, 4} : mma_shape{8, 64, 1, false, 4};
-  return d == 128 ? mma_shape{4, 32, 1, false, 2} : mma_shape{2, 32, 1, false, 2};
+  return d == 128 ? mma_shape{4, 32, 1, false, 2} : mma_shape{2, 32, 1, false, 1};
 }
 
 TURBO3_HD constexpr int family_wave(platform::arch_family f) { return f == platform::arch_family::cdna3 ? 64 : 32; }
@@ -251,51 +252,49 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_tile(const mma_tile_raw<KL, VL, 
   }
 }
 
-// Without register prefetch: K, then V, in batches of C::batch items per thread whose loads are
-// all issued before any is decoded (the loads of a batch are in flight together; nothing stays
-// live across batches, which bounds the registers the D = 256 kernels need next to their
+// Without register prefetch: in rounds of up to C::batch K items and C::batch V items per thread,
+// the loads of a round all issued before any is decoded (so they are in flight together), nothing
+// kept across rounds (which bounds the registers the D = 256 kernels need next to their
 // accumulators).
 template <class KL, class VL, class C>
 TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_store_tile(const tile_args& a, const char* k_head, const char* v_head,
                                                          int j0, int n_valid, uint16_t* k16, uint16_t* vt16, int tid) {
   constexpr int kb = C::batch < C::k_per_thread ? C::batch : C::k_per_thread;
   constexpr int vb = C::batch < C::v_per_thread ? C::batch : C::v_per_thread;
+  constexpr int k_rounds = (C::k_per_thread + kb - 1) / kb, v_rounds = (C::v_per_thread + vb - 1) / vb;
+  constexpr int rounds = k_rounds > v_rounds ? k_rounds : v_rounds;
   TURBO3_UNROLL
-  for (int u0 = 0; u0 < C::k_per_thread; u0 += kb) {
-    mma_raw<KL> r[kb];
+  for (int round = 0; round < rounds; ++round) {
+    mma_raw<KL> rk[kb];
+    mma_raw<VL> rv[vb][2];
     TURBO3_UNROLL
     for (int b = 0; b < kb; ++b) {
-      const int item = tid + C::threads * (u0 + b);
+      const int u = round * kb + b, item = tid + C::threads * u;
       const int key = item / C::chunks, c = item % C::chunks;
-      const bool ok = u0 + b < C::k_per_thread && item < C::k_items && key < n_valid;
-      mma_load_raw<KL>(r[b], k_head + static_cast<int64_t>(j0 + (ok ? key : 0)) * a.k_nb1, c, ok);
+      const bool ok = u < C::k_per_thread && item < C::k_items && key < n_valid;
+      mma_load_raw<KL>(rk[b], k_head + static_cast<int64_t>(j0 + (ok ? key : 0)) * a.k_nb1, c, ok);
     }
-    TURBO3_UNROLL
-    for (int b = 0; b < kb; ++b) {
-      const int item = tid + C::threads * (u0 + b);
-      const int key = item / C::chunks, c = item % C::chunks;
-      if (u0 + b < C::k_per_thread && item < C::k_items)
-        mma_store_k<KL>(r[b], a.lut, k16 + key * C::ldk + c * kv::chunk_values);
-    }
-  }
-  TURBO3_UNROLL
-  for (int u0 = 0; u0 < C::v_per_thread; u0 += vb) {
-    mma_raw<VL> r[vb][2];
     TURBO3_UNROLL
     for (int b = 0; b < vb; ++b) {
-      const int item = tid + C::threads * (u0 + b);
+      const int u = round * vb + b, item = tid + C::threads * u;
       const int pair = item % (C::keys / 2), c = item / (C::keys / 2);
-      const bool in = u0 + b < C::v_per_thread && item < C::v_items;
+      const bool in = u < C::v_per_thread && item < C::v_items;
       const int k0 = 2 * pair;
       const bool ok0 = in && k0 < n_valid, ok1 = in && k0 + 1 < n_valid;
-      mma_load_raw<VL>(r[b][0], v_head + static_cast<int64_t>(j0 + (ok0 ? k0 : 0)) * a.v_nb1, c, ok0);
-      mma_load_raw<VL>(r[b][1], v_head + static_cast<int64_t>(j0 + (ok1 ? k0 + 1 : 0)) * a.v_nb1, c, ok1);
+      mma_load_raw<VL>(rv[b][0], v_head + static_cast<int64_t>(j0 + (ok0 ? k0 : 0)) * a.v_nb1, c, ok0);
+      mma_load_raw<VL>(rv[b][1], v_head + static_cast<int64_t>(j0 + (ok1 ? k0 + 1 : 0)) * a.v_nb1, c, ok1);
+    }
+    TURBO3_UNROLL
+    for (int b = 0; b < kb; ++b) {
+      const int u = round * kb + b, item = tid + C::threads * u;
+      if (u < C::k_per_thread && item < C::k_items)
+        mma_store_k<KL>(rk[b], a.lut, k16 + (item / C::chunks) * C::ldk + (item % C::chunks) * kv::chunk_values);
     }
     TURBO3_UNROLL
     for (int b = 0; b < vb; ++b) {
-      const int item = tid + C::threads * (u0 + b);
-      const int pair = item % (C::keys / 2), c = item / (C::keys / 2);
-      if (u0 + b < C::v_per_thread && item < C::v_items) mma_store_v<VL, C::ldv>(r[b][0], r[b][1], a.lut, vt16, c, 2 * pair);
+      const int u = round * vb + b, item = tid + C::threads * u;
+      if (u < C::v_per_thread && item < C::v_items)
+        mma_store_v<VL, C::ldv>(rv[b][0], rv[b][1], a.lut, vt16, item / (C::keys / 2), 2 * (item % (C::keys / 2)));
     }
   }
 }
