@@ -110,7 +110,7 @@ TEST_CASE("flash_attention: each invalid field returns its status, launches noth
   { auto p = good; p.softcap = -1.0f; expect_rejected(hp, p, status::invalid_argument); }
   { auto p = good; p.max_bias = -1.0f; expect_rejected(hp, p, status::invalid_argument); }
   // forcing a prefill route on a head dim it does not take (f16, 96): unsupported, nothing touched
-  for (kernel_choice k : {kernel_choice::tile, kernel_choice::materialize}) {
+  for (kernel_choice k : {kernel_choice::tile, kernel_choice::materialize, kernel_choice::mma}) {
     auto p = good;
     p.k.type = p.v.type = data_type::f16;
     p.q.ne[0] = p.k.ne[0] = p.v.ne[0] = p.out.ne[0] = 96;
@@ -121,6 +121,23 @@ TEST_CASE("flash_attention: each invalid field returns its status, launches noth
     tripwire_allocator alloc;
     launch_options opt;
     opt.kernel = k;
+    CHECK(flash_attention(p, alloc, nullptr, opt) == status::unsupported);
+    CHECK(workspace_bytes(p, opt) == 0);
+    CHECK(alloc.calls == 0);
+    CHECK(hp.still_poisoned());
+  }
+  // MMA covers D = 128 and 256 only: f16 D = 64 (a TILE head dim) is unsupported for it
+  {
+    auto p = good;
+    p.k.type = p.v.type = data_type::f16;
+    p.q.ne[0] = p.k.ne[0] = p.v.ne[0] = p.out.ne[0] = 64;
+    p.k.nb[1] = p.v.nb[1] = 64 * 2;
+    p.k.nb[2] = p.v.nb[2] = p.k.nb[1] * hp.n_kv;
+    p.k.nb[3] = p.v.nb[3] = p.k.nb[2] * hp.HKV;
+    hp.poison();
+    tripwire_allocator alloc;
+    launch_options opt;
+    opt.kernel = kernel_choice::mma;
     CHECK(flash_attention(p, alloc, nullptr, opt) == status::unsupported);
     CHECK(workspace_bytes(p, opt) == 0);
     CHECK(alloc.calls == 0);

@@ -8,6 +8,7 @@
 
 #include "turbo3/attention/kernel_args.hpp"
 #include "turbo3/attention/materialize.hpp"
+#include "turbo3/attention/mma.hpp"
 #include "turbo3/attention/params.hpp"
 #include "turbo3/attention/tile.hpp"
 #include "turbo3/attention/validate.hpp"
@@ -26,6 +27,8 @@ enum class kernel_choice {
   vec,          // force the decode kernel for any n_q (the "VEC for prefill" baseline)
   tile,         // force the scalar prefill kernel
   materialize,  // force dequantize-to-f16 then the f16 prefill kernel
+  mma,          // force the matrix-core prefill kernel (D 128/256; never chosen automatically until
+                // it has been measured correct and fast on a GPU)
 };
 
 // Which decode (VEC) kernel runs. Each falls back to `scalar` where it does not apply.
@@ -265,10 +268,11 @@ inline kernel_choice route(const attention_params& p, const launch_options& opt)
 // Bytes of workspace flash_attention will ask the allocator for with these params and options
 // (0 for invalid or unsupported input). VEC: the split-KV partials, O(n_seq * n_head * n_q *
 // splits * D) floats, independent of n_kv beyond the split count (at most 256 splits). TILE:
-// none. Materialize: the dense f16 copies, n_seq * n_head_kv * n_kv * D * 2 bytes per copied view.
+// none. MMA: none. Materialize: the dense f16 copies, n_seq * n_head_kv * n_kv * D * 2 bytes per copied view.
 inline size_t workspace_bytes(const attention_params& p, const launch_options& opt = {}) {
   if (validate(p) != status::ok) return 0;
   if (detail::route(p, opt) == kernel_choice::tile) return 0;  // TILE needs no workspace
+  if (detail::route(p, opt) == kernel_choice::mma) return 0;   // nor does MMA
   if (detail::route(p, opt) == kernel_choice::materialize) return detail::materialize_workspace_bytes(p);
   if (detail::route(p, opt) != kernel_choice::vec || detail::vec_supported(p) != status::ok) return 0;
   return detail::make_vec_plan(p, opt, detail::current_multiprocessor_count()).partial_floats * sizeof(float);
@@ -288,6 +292,7 @@ status flash_attention(const attention_params& p, Allocator& allocator, hipStrea
   status s = validate(p);
   if (s != status::ok) return s;
   const kernel_choice kernel = detail::route(p, opt);
+  if (kernel == kernel_choice::mma) return detail::run_mma(p, allocator, stream);
   if (kernel == kernel_choice::tile || kernel == kernel_choice::materialize)
     return detail::run_prefill(p, allocator, stream, kernel == kernel_choice::materialize);
   if (kernel != kernel_choice::vec) return status::unsupported;

@@ -1,0 +1,642 @@
+// MMA: the matrix-core prefill kernel (n_q >= 3). The TILE structure with Q K^T and P V on the
+// fragment abstraction of platform/fragment.hpp (16x16x16 f16 multiplies, f32 accumulation).
+//
+// One work-group serves `rows` = 16 x warps rows, a row being one (query, query head) pair: every
+// query head of a GQA group is stacked with a run of queries (tile_row_of, as in TILE), so one
+// dequantized K/V tile feeds all of them. Each warp owns 16 rows for the whole kernel.
+//   1. Q is read once, prescaled (scale * log2 e, or scale / softcap), rotated when K is turbo3 and
+//      the library rotates (in a float32 staging area), and stored as f16 [rows][D + 8] with the
+//      dimensions of every 16-value chunk in the K loader's slot order (a dot product does not
+//      care about the order of its terms, so K can be stored exactly as its loader decodes it).
+//   2. Per tile of `keys` keys, the packed K and V bytes (read one tile ahead into registers where
+//      the configuration asks) are dequantized straight into f16 shared-memory tiles laid out for
+//      fragment loads: K as [keys][D + 8] (decode_half2: fp16 pairs from byte permutes), V
+//      transposed as [D][keys + 8] (decode_pairs: the pairs run along keys). turbo3 values carry
+//      their block norm, multiplied in f16 (one packed multiply per pair; the same single rounding
+//      as a dequantized f16 copy would have). No f16 copy of the cache exists anywhere.
+//   3. S (16 rows x keys per warp) = Q K^T on fragments; the warp writes it to its own float32
+//      scratch, and its lanes run the online softmax (base 2, float32) over whole rows: softcap,
+//      causal window, mask with ALiBi slope, as TILE. P goes to f16 scratch of the warp.
+//   4. O (16 rows x D per warp, in registers) is rescaled and O += P V on fragments.
+// Causal: key tiles past the work-group's last query are never loaded; a warp whose rows see none
+// of a tile's keys skips its multiplies. The epilogue adds sinks, normalizes, writes the rows in
+// natural dimension order to shared memory, un-rotates (V turbo3 and the library un-rotates) and
+// stores. Tile shapes come from a per-architecture-family table.
+//
+// Status: written against the NVIDIA back-end; not yet run on a GPU (see tests/gpu/test_mma.cu).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "turbo3/attention/kernel_args.hpp"
+#include "turbo3/attention/params.hpp"
+#include "turbo3/attention/tile.hpp"
+#include "turbo3/kv/loaders.hpp"
+#include "turbo3/memory.hpp"
+#include "turbo3/platform/arch.hpp"
+#include "turbo3/platform/async_copy.hpp"
+#include "turbo3/platform/device.hpp"
+#include "turbo3/platform/fragment.hpp"
+#include "turbo3/platform/mma.hpp"
+#include "turbo3/status.hpp"
+
+#if TURBO3_HAS_RUNTIME
+
+namespace turbo3 {
+namespace detail {
+
+// ---- tile shapes ---------------------------------------------------------------------------------
+
+struct mma_shape {
+  int warps;      // warps per work-group; each owns 16 rows
+  int keys;       // keys per K/V tile (a multiple of 16)
+  int resident;   // work-groups per multiprocessor the register budget aims for (NVIDIA)
+  bool prefetch;  // read the next tile's packed K/V bytes into registers during this tile's math
+  int batch;      // without prefetch: K items (and V items) per thread whose loads are issued together
+};
+
+// NVIDIA (not measured yet): D = 128 with 64 rows (about 80 KB of shared memory, two work-groups
+// per SM), the next tile's bytes read into registers during the math; D = 256 with 128 rows
+// (about 200 KB, one per SM) so each unpacked K/V tile feeds twice the rows, without register
+// prefetch (with it, ptxas spills next to the 128 accumulator registers) but with all of a tile's
+// loads issued together. AMD: <= 64 KB LDS per work-group, so fewer rows and 32-key tiles, no
+// register prefetch, loads in rounds of two K and two V items.
+TURBO3_HD constexpr mma_shape mma_table(platform::arch_family f, int d) {
+  if (f == platform::arch_family::nvidia)
+    return d == 128 ? mma_shape{4, 64, 2, true, 4} : mma_shape{8, 64, 1, false, 4};
+  return d == 128 ? mma_shape{4, 32, 1, false, 2} : mma_shape{2, 32, 1, false, 1};
+}
+
+TURBO3_HD constexpr int family_wave(platform::arch_family f) { return f == platform::arch_family::cdna3 ? 64 : 32; }
+TURBO3_HD constexpr bool mma_head_dim(int d) { return d == 128 || d == 256; }
+
+template <int D, int WARPS, int KEYS, int WAVE, int RESIDENT, bool PREFETCH, int BATCH>
+struct mma_config {
+  static constexpr int head_dim = D, warps = WARPS, keys = KEYS, wave = WAVE, resident = RESIDENT, batch = BATCH;
+  static constexpr bool prefetch = PREFETCH;
+  static constexpr int rows = 16 * WARPS;
+  static constexpr int threads = WARPS * WAVE;
+  static constexpr int ldq = D + 8, ldk = D + 8;  // halves: Q and K rows
+  static constexpr int ldv = KEYS + 8;             // halves: V^T rows (one per dimension)
+  static constexpr int lds = KEYS + 4;             // floats: score rows of a warp
+  static constexpr int ldp = KEYS + 8;             // halves: probability rows of a warp
+  static constexpr int ldo = D + 4;                // floats: Q staging and output rows
+  static constexpr int chunks = D / kv::chunk_values;
+  static constexpr int k_items = KEYS * chunks, v_items = (KEYS / 2) * chunks;
+  static constexpr int k_per_thread = (k_items + threads - 1) / threads;
+  static constexpr int v_per_thread = (v_items + threads - 1) / threads;
+  static constexpr int lpr = WAVE / 16;            // softmax lanes per row
+  static constexpr int kpl = KEYS / lpr;           // keys per softmax lane
+  static constexpr int n_tiles_d = D / 16, n_tiles_k = KEYS / 16;
+  static constexpr size_t q16_bytes = size_t{2} * rows * ldq;
+  static constexpr size_t k_bytes = size_t{2} * KEYS * ldk;
+  static constexpr size_t v_bytes = size_t{2} * D * ldv;
+  static constexpr size_t s_bytes = size_t{4} * WARPS * 16 * lds;
+  static constexpr size_t p_bytes = size_t{2} * WARPS * 16 * ldp;
+  static constexpr size_t stage_bytes = size_t{4} * rows * ldo;
+  static constexpr size_t off_k = q16_bytes, off_v = off_k + k_bytes, off_s = off_v + v_bytes, off_p = off_s + s_bytes;
+  static constexpr size_t max2(size_t a, size_t b) { return a > b ? a : b; }
+  // The Q staging area follows the f16 Q tile (both live while Q is converted); the output rows
+  // reuse everything from offset 0 once the last tile is done. Row factors live past both.
+  static constexpr size_t off_row = max2(max2(off_p + p_bytes, q16_bytes + stage_bytes), stage_bytes);
+  static constexpr size_t smem_bytes = off_row + size_t{4} * rows;
+  static_assert(mma_head_dim(D), "MMA covers D = 128 and 256");
+  static_assert(KEYS % 16 == 0 && KEYS % (WAVE / 16) == 0, "keys per tile");
+  static_assert(WAVE % 16 == 0 && (lpr & (lpr - 1)) == 0, "softmax lanes per row");
+  static_assert(off_k % 16 == 0 && off_v % 16 == 0 && off_s % 16 == 0 && off_p % 16 == 0 && off_row % 16 == 0,
+                "16-byte aligned regions");
+  static_assert(ldq % 8 == 0 && ldk % 8 == 0 && ldv % 8 == 0 && ldp % 8 == 0, "fragment rows 16-byte aligned");
+};
+
+template <int D, platform::arch_family F>
+using mma_config_for = mma_config<D, mma_table(F, D).warps, mma_table(F, D).keys, family_wave(F),
+                                  mma_table(F, D).resident, mma_table(F, D).prefetch, mma_table(F, D).batch>;
+
+template <platform::arch_family F>
+constexpr bool mma_fits_lds() {
+  return mma_config_for<128, F>::smem_bytes <= 65536 && mma_config_for<256, F>::smem_bytes <= 65536;
+}
+static_assert(mma_fits_lds<platform::arch_family::rdna4>() && mma_fits_lds<platform::arch_family::rdna3>() &&
+                  mma_fits_lds<platform::arch_family::cdna3>(),
+              "an AMD MMA shape needs more than 64 KB of LDS");
+static_assert(mma_config_for<256, platform::arch_family::nvidia>::smem_bytes <= 232448 &&
+                  mma_config_for<128, platform::arch_family::nvidia>::smem_bytes <= 232448,
+              "an NVIDIA MMA shape needs more than 227 KB of shared memory");
+
+// ---- device helpers ------------------------------------------------------------------------------
+
+// Value index (0..15 within a chunk) that a loader decodes into slot s.
+template <class L>
+TURBO3_DEVICE TURBO3_FORCEINLINE int mma_value_of_slot(int s) {
+  int v = 0;
+  TURBO3_UNROLL
+  for (int e = 0; e < kv::chunk_values; ++e)
+    if (L::slot(e) == s) v = e;
+  return v;
+}
+
+// The packed bytes of one 16-value chunk as loaded (turbo3: 16-bit words kept apart until the
+// decode, so the loads stay in flight; zero for keys past the tile, which decode to zeros).
+template <class L, bool T3 = L::type == data_type::turbo3>
+struct mma_raw {
+  typename L::raw_chunk c;
+};
+template <class L>
+struct mma_raw<L, true> {
+  uint32_t qs_lo, qs_hi, signs, norm;
+};
+
+template <class L>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_raw(mma_raw<L>& r, const char* row, int c, bool ok) {
+  if constexpr (L::type == data_type::turbo3) {
+    r.qs_lo = r.qs_hi = r.signs = r.norm = 0u;
+    if (ok) {
+      // Block layout (turbo3-format.md §1): norm at half-word 0, qs at 1..16, signs at 17..24.
+      const uint16_t* b = reinterpret_cast<const uint16_t*>(row + (c >> 3) * block_bytes);
+      const int q = c & 7;
+      r.qs_lo = b[1 + 2 * q];
+      r.qs_hi = b[2 + 2 * q];
+      r.signs = b[17 + q];
+      r.norm = b[0];
+    }
+  } else {
+    r.c = ok ? L::load_raw(row, c) : typename L::raw_chunk{};
+  }
+}
+
+template <class L>
+TURBO3_DEVICE TURBO3_FORCEINLINE typename L::raw_chunk mma_chunk(const mma_raw<L>& r) {
+  if constexpr (L::type == data_type::turbo3) return {r.qs_lo | (r.qs_hi << 16), r.signs};
+  else return r.c;
+}
+
+// One K chunk (16 values of one key) to its f16 row slice `dst` (16-byte aligned), slot order.
+template <class L>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_k(const mma_raw<L>& r, const turbo3_lut& lut, uint16_t* dst) {
+  uint32_t w[8];
+  L::decode_half2(mma_chunk(r), lut, w);
+  if constexpr (L::type == data_type::turbo3) {
+    const uint32_t n2 = r.norm | (r.norm << 16);
+    TURBO3_UNROLL
+    for (int i = 0; i < 8; ++i) w[i] = platform::mul_half2_bits(w[i], n2);
+  }
+  uint4* d = reinterpret_cast<uint4*>(dst);
+  d[0] = make_uint4(w[0], w[1], w[2], w[3]);
+  d[1] = make_uint4(w[4], w[5], w[6], w[7]);
+}
+
+// One V chunk of two keys (key0, key0 + 1; key0 even) into V^T: row c * 16 + slot, word key0 / 2.
+template <class L, int LDV>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_v(const mma_raw<L>& ra, const mma_raw<L>& rb, const turbo3_lut& lut,
+                                                 uint16_t* vt, int c, int key0) {
+  uint32_t w[16];
+  L::decode_pairs(mma_chunk(ra), mma_chunk(rb), lut, w);
+  if constexpr (L::type == data_type::turbo3) {
+    const uint32_t n2 = ra.norm | (rb.norm << 16);
+    TURBO3_UNROLL
+    for (int s = 0; s < 16; ++s) w[s] = platform::mul_half2_bits(w[s], n2);
+  }
+  uint16_t* base = vt + c * kv::chunk_values * LDV + key0;
+  TURBO3_UNROLL
+  for (int s = 0; s < 16; ++s) *reinterpret_cast<uint32_t*>(base + s * LDV) = w[s];
+}
+
+// Packed K and V bytes of one tile held by one thread.
+template <class KL, class VL, class C>
+struct mma_tile_raw {
+  mma_raw<KL> k[C::k_per_thread];
+  mma_raw<VL> v[C::v_per_thread][2];
+};
+
+template <class KL, class VL, class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_tile(mma_tile_raw<KL, VL, C>& t, const tile_args& a, const char* k_head,
+                                                   const char* v_head, int j0, int n_valid, int tid) {
+  TURBO3_UNROLL
+  for (int u = 0; u < C::k_per_thread; ++u) {
+    const int item = tid + C::threads * u;
+    const int key = item / C::chunks, c = item % C::chunks;
+    const bool ok = item < C::k_items && key < n_valid;
+    mma_load_raw<KL>(t.k[u], k_head + static_cast<int64_t>(j0 + (ok ? key : 0)) * a.k_nb1, c, ok);
+  }
+  TURBO3_UNROLL
+  for (int u = 0; u < C::v_per_thread; ++u) {
+    const int item = tid + C::threads * u;
+    const int pair = item % (C::keys / 2), c = item / (C::keys / 2);
+    const bool in = item < C::v_items;
+    const int k0 = 2 * pair;
+    const bool ok0 = in && k0 < n_valid, ok1 = in && k0 + 1 < n_valid;
+    mma_load_raw<VL>(t.v[u][0], v_head + static_cast<int64_t>(j0 + (ok0 ? k0 : 0)) * a.v_nb1, c, ok0);
+    mma_load_raw<VL>(t.v[u][1], v_head + static_cast<int64_t>(j0 + (ok1 ? k0 + 1 : 0)) * a.v_nb1, c, ok1);
+  }
+}
+
+template <class KL, class VL, class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_tile(const mma_tile_raw<KL, VL, C>& t, const turbo3_lut& lut,
+                                                    uint16_t* k16, uint16_t* vt16, int tid) {
+  TURBO3_UNROLL
+  for (int u = 0; u < C::k_per_thread; ++u) {
+    const int item = tid + C::threads * u;
+    if (item < C::k_items) {
+      const int key = item / C::chunks, c = item % C::chunks;
+      mma_store_k<KL>(t.k[u], lut, k16 + key * C::ldk + c * kv::chunk_values);
+    }
+  }
+  TURBO3_UNROLL
+  for (int u = 0; u < C::v_per_thread; ++u) {
+    const int item = tid + C::threads * u;
+    if (item < C::v_items) {
+      const int pair = item % (C::keys / 2), c = item / (C::keys / 2);
+      mma_store_v<VL, C::ldv>(t.v[u][0], t.v[u][1], lut, vt16, c, 2 * pair);
+    }
+  }
+}
+
+// Without register prefetch: in rounds of up to C::batch K items and C::batch V items per thread,
+// the loads of a round all issued before any is decoded (so they are in flight together), nothing
+// kept across rounds (which bounds the registers the D = 256 kernels need next to their
+// accumulators).
+template <class KL, class VL, class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_store_tile(const tile_args& a, const char* k_head, const char* v_head,
+                                                         int j0, int n_valid, uint16_t* k16, uint16_t* vt16, int tid) {
+  constexpr int kb = C::batch < C::k_per_thread ? C::batch : C::k_per_thread;
+  constexpr int vb = C::batch < C::v_per_thread ? C::batch : C::v_per_thread;
+  constexpr int k_rounds = (C::k_per_thread + kb - 1) / kb, v_rounds = (C::v_per_thread + vb - 1) / vb;
+  constexpr int rounds = k_rounds > v_rounds ? k_rounds : v_rounds;
+  TURBO3_UNROLL
+  for (int round = 0; round < rounds; ++round) {
+    mma_raw<KL> rk[kb];
+    mma_raw<VL> rv[vb][2];
+    TURBO3_UNROLL
+    for (int b = 0; b < kb; ++b) {
+      const int u = round * kb + b, item = tid + C::threads * u;
+      const int key = item / C::chunks, c = item % C::chunks;
+      const bool ok = u < C::k_per_thread && item < C::k_items && key < n_valid;
+      mma_load_raw<KL>(rk[b], k_head + static_cast<int64_t>(j0 + (ok ? key : 0)) * a.k_nb1, c, ok);
+    }
+    TURBO3_UNROLL
+    for (int b = 0; b < vb; ++b) {
+      const int u = round * vb + b, item = tid + C::threads * u;
+      const int pair = item % (C::keys / 2), c = item / (C::keys / 2);
+      const bool in = u < C::v_per_thread && item < C::v_items;
+      const int k0 = 2 * pair;
+      const bool ok0 = in && k0 < n_valid, ok1 = in && k0 + 1 < n_valid;
+      mma_load_raw<VL>(rv[b][0], v_head + static_cast<int64_t>(j0 + (ok0 ? k0 : 0)) * a.v_nb1, c, ok0);
+      mma_load_raw<VL>(rv[b][1], v_head + static_cast<int64_t>(j0 + (ok1 ? k0 + 1 : 0)) * a.v_nb1, c, ok1);
+    }
+    TURBO3_UNROLL
+    for (int b = 0; b < kb; ++b) {
+      const int u = round * kb + b, item = tid + C::threads * u;
+      if (u < C::k_per_thread && item < C::k_items)
+        mma_store_k<KL>(rk[b], a.lut, k16 + (item / C::chunks) * C::ldk + (item % C::chunks) * kv::chunk_values);
+    }
+    TURBO3_UNROLL
+    for (int b = 0; b < vb; ++b) {
+      const int u = round * vb + b, item = tid + C::threads * u;
+      if (u < C::v_per_thread && item < C::v_items)
+        mma_store_v<VL, C::ldv>(rv[b][0], rv[b][1], a.lut, vt16, item / (C::keys / 2), 2 * (item % (C::keys / 2)));
+    }
+  }
+}
+
+TURBO3_DEVICE TURBO3_FORCEINLINE int warp_max_int(int v) {
+  for (int o = platform::warp_size / 2; o > 0; o /= 2) v = max(v, platform::shfl_xor(v, o));
+  return v;
+}
+
+// ---- the kernel ----------------------------------------------------------------------------------
+
+template <int D, class KL, class VL, class C>
+TURBO3_DEVICE void mma_body(const tile_args& a) {
+  using platform::frag_a;
+  using platform::frag_acc;
+  using platform::frag_b;
+  extern __shared__ float4 mma_smem4[];
+  unsigned char* const smem = reinterpret_cast<unsigned char*>(mma_smem4);
+  uint16_t* const q16 = reinterpret_cast<uint16_t*>(smem);                // [rows][ldq] f16, K slot order
+  uint16_t* const k16 = reinterpret_cast<uint16_t*>(smem + C::off_k);     // [keys][ldk] f16, slot order
+  uint16_t* const vt16 = reinterpret_cast<uint16_t*>(smem + C::off_v);    // [D][ldv] f16, V^T, slot order
+  float* const s_all = reinterpret_cast<float*>(smem + C::off_s);         // [warps][16][lds] scores
+  uint16_t* const p_all = reinterpret_cast<uint16_t*>(smem + C::off_p);   // [warps][16][ldp] f16 probabilities
+  float* const q_stage = reinterpret_cast<float*>(smem + C::q16_bytes);   // [rows][ldo] float32 Q (prologue)
+  float* const out_s = reinterpret_cast<float*>(smem);                    // [rows][ldo] float32 O (epilogue)
+  float* const row_s = reinterpret_cast<float*>(smem + C::off_row);       // [rows] rescale / final factors
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const int warp = tid / C::wave, lane = tid % C::wave;
+  const int q_tile = a.q_tiles - 1 - static_cast<int>(blockIdx.x);  // longest causal tiles first
+  const int kv_head = static_cast<int>(blockIdx.y) / a.head_groups;
+  const int head_group = static_cast<int>(blockIdx.y) % a.head_groups;
+  const int seq = static_cast<int>(blockIdx.z);
+
+  int kv_end = a.n_kv;
+  if (a.causal) {
+    const int last_query = min(a.n_q - 1, q_tile * a.ncols + a.ncols - 1);
+    kv_end = max(0, min(a.n_kv, last_query + a.n_kv - a.n_q + 1));
+  }
+  const char* const k_head = a.k + kv_head * a.k_nb2 + seq * a.k_nb3;
+  const char* const v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
+
+  // ---- Q: prescaled, rotated when asked, to f16 in K's slot order --------------------------------
+  for (int idx = tid; idx < C::rows * D; idx += C::threads) {
+    const int r = idx / D, d = idx % D;
+    const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);
+    float v = 0.0f;
+    if (row.query >= 0) {
+      const char* src = a.q + row.query * a.q_nb1 + row.head * a.q_nb2 + seq * a.q_nb3;
+      v = a.q_f16 ? platform::half_to_float(reinterpret_cast<const platform::half*>(src)[d])
+                  : reinterpret_cast<const float*>(src)[d];
+    }
+    q_stage[r * C::ldo + d] = v * a.q_prescale;
+  }
+  platform::sync_threads();
+  if (a.rotate_q) rotate_rows_shared<false>(q_stage, C::rows, C::ldo, D / block_values, tid, C::threads);
+  for (int idx = tid; idx < C::rows * D / 2; idx += C::threads) {
+    const int r = idx / (D / 2), p = 2 * (idx % (D / 2));
+    const float* src = q_stage + r * C::ldo + (p & ~15);
+    const float lo = src[mma_value_of_slot<KL>(p & 15)], hi = src[mma_value_of_slot<KL>((p & 15) + 1)];
+    *reinterpret_cast<uint32_t*>(q16 + r * C::ldq + p) = platform::pack_half2(lo, hi);
+  }
+  platform::sync_threads();  // the staging area is reused by the K/V tiles
+
+  // ---- softmax state: lane serves row sm_row of its warp, keys sm_sub, sm_sub + lpr, ... -------
+  const int sm_row = lane / C::lpr, sm_sub = lane % C::lpr;
+  const int my_row = warp * 16 + sm_row;
+  const tile_row srow = tile_row_of(a, my_row, kv_head, head_group, q_tile);
+  int row_end = 0;  // keys [0, row_end) may be visible to this row
+  const platform::half* mask_row = nullptr;
+  float slope = 0.0f;
+  if (srow.query >= 0) {
+    row_end = a.causal ? min(kv_end, srow.query + a.n_kv - a.n_q + 1) : kv_end;
+    if (a.mask) {
+      mask_row = reinterpret_cast<const platform::half*>(a.mask + srow.query * a.mask_nb1 +
+                                                         (srow.head % a.mask_ne2) * a.mask_nb2 +
+                                                         (seq % a.mask_ne3) * a.mask_nb3);
+      slope = platform::exp2_fast(alibi_slope_log2(a.max_bias, srow.head, a.n_head)) * log2e;
+    }
+  }
+  const int warp_end = warp_max_int(row_end);  // keys any row of this warp may see
+  float m_run = -INFINITY, l_run = 0.0f;
+
+  float* const s_w = s_all + warp * 16 * C::lds;
+  uint16_t* const p_w = p_all + warp * 16 * C::ldp;
+  const uint16_t* const q_w = q16 + warp * 16 * C::ldq;
+
+  frag_acc o_acc[C::n_tiles_d];
+  TURBO3_UNROLL
+  for (int n = 0; n < C::n_tiles_d; ++n) platform::frag_zero(o_acc[n]);
+
+  const int n_tiles = (kv_end + C::keys - 1) / C::keys;
+  [[maybe_unused]] mma_tile_raw<KL, VL, C> raw;
+  if constexpr (C::prefetch) {
+    if (n_tiles > 0) mma_load_tile<KL, VL, C>(raw, a, k_head, v_head, 0, min(C::keys, kv_end), tid);
+  }
+
+  for (int t = 0; t < n_tiles; ++t) {
+    const int j0 = t * C::keys;
+    const int n_valid = min(C::keys, kv_end - j0);
+    if constexpr (C::prefetch) {
+      mma_store_tile<KL, VL, C>(raw, a.lut, k16, vt16, tid);
+      if (t + 1 < n_tiles)
+        mma_load_tile<KL, VL, C>(raw, a, k_head, v_head, j0 + C::keys, min(C::keys, kv_end - j0 - C::keys), tid);
+    } else {
+      mma_load_store_tile<KL, VL, C>(a, k_head, v_head, j0, n_valid, k16, vt16, tid);
+    }
+    platform::sync_threads();
+
+    if (j0 < warp_end) {  // warp-uniform: some row of this warp sees a key of this tile
+      // ---- S = Q K^T (16 rows x keys) ------------------------------------------------------------
+      {
+        frag_acc s_acc[C::n_tiles_k];
+        TURBO3_UNROLL
+        for (int n = 0; n < C::n_tiles_k; ++n) platform::frag_zero(s_acc[n]);
+#pragma unroll 2
+        for (int ks = 0; ks < C::n_tiles_d; ++ks) {
+          frag_a qa;
+          platform::frag_load_a(qa, q_w + ks * 16, C::ldq);
+          TURBO3_UNROLL
+          for (int n = 0; n < C::n_tiles_k; ++n) {
+            frag_b kb;
+            platform::frag_load_b(kb, k16 + n * 16 * C::ldk + ks * 16, C::ldk);
+            platform::frag_mma(s_acc[n], qa, kb);
+          }
+        }
+        TURBO3_UNROLL
+        for (int n = 0; n < C::n_tiles_k; ++n)
+          TURBO3_UNROLL
+          for (int i = 0; i < frag_acc::elements; ++i)
+            s_w[platform::frag_acc_row(i) * C::lds + n * 16 + platform::frag_acc_col(i)] = s_acc[n].x[i];
+      }
+      platform::sync_warp();
+
+      // ---- online softmax over the tile, whole rows within the warp ------------------------------
+      {
+        // Two passes over the lane's own scores in the warp's scratch (no register array: the
+        // output accumulators keep the registers): first softcap, window, mask and the maximum,
+        // written back; then the probabilities.
+        float* const s_row = s_w + sm_row * C::lds;
+        float mx = -INFINITY;
+        TURBO3_UNROLL
+        for (int k = 0; k < C::kpl; ++k) {
+          const int jj = sm_sub + k * C::lpr, j = j0 + jj;
+          float v = s_row[jj];
+          if (a.softcap_post != 0.0f) v = a.softcap_post * platform::tanh_fast(v);
+          bool visible = j < row_end;
+          if (visible && mask_row) {
+            const float mv = platform::half_to_float(mask_row[j]);
+            if (mv == -INFINITY) visible = false;
+            else v += slope * mv;
+          }
+          v = visible ? v : -INFINITY;
+          s_row[jj] = v;
+          mx = fmaxf(mx, v);
+        }
+        mx = tile_group_max(mx, C::lpr);
+        const float m_new = fmaxf(m_run, mx);
+        const float alpha = m_new == -INFINITY ? 1.0f : platform::exp2_fast(m_run - m_new);
+        float sum = 0.0f;
+        TURBO3_UNROLL
+        for (int k = 0; k < C::kpl; ++k) {
+          const int jj = sm_sub + k * C::lpr;
+          const float v = s_row[jj];
+          const float p = v == -INFINITY ? 0.0f : platform::exp2_fast(v - m_new);
+          p_w[sm_row * C::ldp + jj] = platform::float_to_half_bits(p);
+          sum += p;
+        }
+        sum = tile_group_sum(sum, C::lpr);
+        l_run = l_run * alpha + sum;
+        m_run = m_new;
+        if (sm_sub == 0) row_s[my_row] = alpha;
+      }
+      platform::sync_warp();
+
+      // ---- O = O * alpha + P V -----------------------------------------------------------------
+      {
+        float al[frag_acc::elements];
+        TURBO3_UNROLL
+        for (int i = 0; i < frag_acc::elements; ++i) al[i] = row_s[warp * 16 + platform::frag_acc_row(i)];
+        TURBO3_UNROLL
+        for (int n = 0; n < C::n_tiles_d; ++n)
+          TURBO3_UNROLL
+          for (int i = 0; i < frag_acc::elements; ++i) o_acc[n].x[i] *= al[i];
+        // P fragments loaded once (keys / 16 of them), then every 16-dimension slice of O.
+        frag_a pa[C::n_tiles_k];
+        TURBO3_UNROLL
+        for (int ks = 0; ks < C::n_tiles_k; ++ks) platform::frag_load_a(pa[ks], p_w + ks * 16, C::ldp);
+        TURBO3_UNROLL
+        for (int n = 0; n < C::n_tiles_d; ++n)
+          TURBO3_UNROLL
+          for (int ks = 0; ks < C::n_tiles_k; ++ks) {
+            frag_b vb;
+            platform::frag_load_b(vb, vt16 + n * 16 * C::ldv + ks * 16, C::ldv);
+            platform::frag_mma(o_acc[n], pa[ks], vb);
+          }
+      }
+    }
+    platform::sync_threads();  // the K/V tiles and the warps' scratch are rewritten by the next tile
+  }
+
+  // ---- epilogue: sink, normalization, natural order, un-rotation, store ---------------------------
+  if (sm_sub == 0) {
+    float factor = 0.0f;  // a row that saw no key outputs zeros, sink or not
+    if (m_run != -INFINITY) {
+      const float sink = (a.sinks && srow.query >= 0) ? a.sinks[srow.head] * log2e : -INFINITY;
+      const float m_all = fmaxf(m_run, sink);
+      const float keep = platform::exp2_fast(m_run - m_all);
+      const float denom = l_run * keep + (sink == -INFINITY ? 0.0f : platform::exp2_fast(sink - m_all));
+      factor = keep / denom;
+    }
+    row_s[my_row] = factor;
+  }
+  platform::sync_threads();  // also: every warp is past its last read of the tiles out_s overlaps
+  {
+    float f[frag_acc::elements];
+    int r[frag_acc::elements];
+    TURBO3_UNROLL
+    for (int i = 0; i < frag_acc::elements; ++i) {
+      r[i] = warp * 16 + platform::frag_acc_row(i);
+      f[i] = row_s[r[i]];
+    }
+    TURBO3_UNROLL
+    for (int n = 0; n < C::n_tiles_d; ++n)
+      TURBO3_UNROLL
+      for (int i = 0; i < frag_acc::elements; ++i) {
+        const int p = n * 16 + platform::frag_acc_col(i);  // V^T row: chunk p / 16, slot p % 16
+        const int d = (p & ~15) + mma_value_of_slot<VL>(p & 15);
+        out_s[r[i] * C::ldo + d] = o_acc[n].x[i] * f[i];
+      }
+  }
+  platform::sync_threads();
+  if (a.unrotate_out) rotate_rows_shared<true>(out_s, C::rows, C::ldo, D / block_values, tid, C::threads);
+  for (int idx = tid; idx < C::rows * D; idx += C::threads) {
+    const int r = idx / D, d = idx % D;
+    const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);
+    if (row.query < 0) continue;
+    char* dst = a.out + row.query * a.out_nb1 + row.head * a.out_nb2 + seq * a.out_nb3;
+    const float v = out_s[r * C::ldo + d];
+    if (a.out_f16) reinterpret_cast<platform::half*>(dst)[d] = platform::float_to_half(v);
+    else reinterpret_cast<float*>(dst)[d] = v;
+  }
+}
+
+// Instantiated for every family's configuration in every device pass; only the configuration of
+// the architecture being compiled (matching wave size, a fragment back-end) has a body.
+template <int D, class KL, class VL, class C>
+TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) mma_kernel(tile_args a) {
+  static_assert(C::head_dim == D, "config for another head dim");
+  static_assert(KL::type != data_type::turbo3 || D % block_values == 0, "turbo3 K needs D % 128 == 0");
+  static_assert(VL::type != data_type::turbo3 || D % block_values == 0, "turbo3 V needs D % 128 == 0");
+  if constexpr (platform::has_fragment_mma && C::wave == platform::warp_size) {
+    mma_body<D, KL, VL, C>(a);
+  } else {
+#if TURBO3_DEVICE_PASS
+    __builtin_trap();  // never launched: the host picks the configuration of the device's family
+#endif
+  }
+}
+
+// ---- host side: support, dispatch ------------------------------------------------------------------
+
+// Whether the MMA kernel takes these (validated) params: D_k == D_v in {128, 256}, f16 K/V rows
+// 16-byte aligned, grid dimensions within the hardware limits.
+inline status mma_supported(const attention_params& p) {
+  const int64_t d = p.head_dim_k();
+  if (d != p.head_dim_v() || !mma_head_dim(static_cast<int>(d))) return status::unsupported;
+  if (p.k.type == data_type::f16 && !tile_rows_aligned16(p.k)) return status::unsupported;
+  if (p.v.type == data_type::f16 && !tile_rows_aligned16(p.v)) return status::unsupported;
+  if (p.n_seq() > 65535 || p.n_head() > 65535) return status::unsupported;
+  return status::ok;
+}
+
+template <int D, class KL, class VL, class C>
+status launch_mma_config(const tile_args& a, hipStream_t stream) {
+  static const bool configured =
+      hipFuncSetAttribute(reinterpret_cast<const void*>(&mma_kernel<D, KL, VL, C>),
+                          hipFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(C::smem_bytes)) == hipSuccess;
+  if (!configured) {
+    (void)hipGetLastError();
+    return status::runtime_error;
+  }
+  const dim3 grid(static_cast<unsigned>(a.q_tiles), static_cast<unsigned>(a.n_head_kv * a.head_groups),
+                  static_cast<unsigned>(a.n_seq));
+  mma_kernel<D, KL, VL, C><<<grid, C::threads, C::smem_bytes, stream>>>(a);
+  return hipGetLastError() == hipSuccess ? status::ok : status::runtime_error;
+}
+
+template <int D, class KL, class VL>
+status launch_mma_family(const tile_args& a, platform::arch_family f, hipStream_t stream) {
+#if defined(TURBO3_PLATFORM_CUDA)
+  (void)f;
+  return launch_mma_config<D, KL, VL, mma_config_for<D, platform::arch_family::nvidia>>(a, stream);
+#else
+  switch (f) {
+    case platform::arch_family::cdna3:
+      return launch_mma_config<D, KL, VL, mma_config_for<D, platform::arch_family::cdna3>>(a, stream);
+    case platform::arch_family::rdna3:
+      return launch_mma_config<D, KL, VL, mma_config_for<D, platform::arch_family::rdna3>>(a, stream);
+    default:
+      return launch_mma_config<D, KL, VL, mma_config_for<D, platform::arch_family::rdna4>>(a, stream);
+  }
+#endif
+}
+
+inline int mma_rows(platform::arch_family f, int d) { return 16 * mma_table(f, d).warps; }
+
+// Launches MMA for validated, mma_supported params.
+inline status launch_mma(const attention_params& p, hipStream_t stream) {
+  const platform::arch_family f = platform::current_device_family();
+  const int d = static_cast<int>(p.head_dim_k());
+  const tile_args a = make_tile_args(p, mma_rows(f, d), p.k.type, p.v.type);
+  using T3 = kv::turbo3_loader;
+  using F16 = kv::f16_loader;
+  const bool kt = p.k.type == data_type::turbo3, vt = p.v.type == data_type::turbo3;
+  switch (d) {
+    case 128:
+      if (kt && vt) return launch_mma_family<128, T3, T3>(a, f, stream);
+      if (kt) return launch_mma_family<128, T3, F16>(a, f, stream);
+      if (vt) return launch_mma_family<128, F16, T3>(a, f, stream);
+      return launch_mma_family<128, F16, F16>(a, f, stream);
+    case 256:
+      if (kt && vt) return launch_mma_family<256, T3, T3>(a, f, stream);
+      if (kt) return launch_mma_family<256, T3, F16>(a, f, stream);
+      if (vt) return launch_mma_family<256, F16, T3>(a, f, stream);
+      return launch_mma_family<256, F16, F16>(a, f, stream);
+    default:
+      return status::unsupported;
+  }
+}
+
+// The MMA route of flash_attention for validated params (no workspace at all).
+template <class Allocator>
+status run_mma(const attention_params& p, Allocator& allocator, hipStream_t stream) {
+  status s = mma_supported(p);
+  if (s != status::ok) return s;
+  s = check_capture(allocator, stream);
+  if (s != status::ok) return s;
+  return launch_mma(p, stream);
+}
+
+}  // namespace detail
+}  // namespace turbo3
+
+#endif  // TURBO3_HAS_RUNTIME

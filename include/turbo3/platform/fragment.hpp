@@ -1,0 +1,209 @@
+// Matrix fragments: a warp (wavefront) multiplies a 16x16 f16 tile A (M x K) by a 16x16 f16 tile B
+// (K x N) into a 16x16 f32 accumulator, D += A B. Kernels see only these names:
+//
+//   frag_a, frag_b, frag_acc                     per-lane pieces of A, B and the accumulator
+//   frag_load_a(a, p, ld)                        A[m][k] = p[m * ld + k]  (fp16 bits in shared memory)
+//   frag_load_b(b, p, ld)                        B[k][n] = p[n * ld + k]  (B stored as its transpose:
+//                                                N rows with K contiguous, like A)
+//   frag_mma(c, a, b)                            c += a b
+//   frag_acc::elements, frag_acc_row(i), frag_acc_col(i)
+//                                                element i of this lane's accumulator is D[row][col]
+//
+// Both operands are read with K contiguous, so a tile of K (or of V transposed) rows and a tile of
+// Q (or P) rows load the same way. p must be 16-byte aligned and ld a multiple of 8 halves.
+// Every lane of the warp must call the loads and frag_mma together (they are warp-wide).
+//
+// Back-ends (has_fragment_mma says whether the target being compiled has one):
+//   NVIDIA sm_80+     mma.sync m16n8k16 (two per tile), operands loaded with ldmatrix (x4)
+//   AMD gfx11         v_wmma_f32_16x16x16_f16 (wave32): a lane holds a whole row of A / column of B
+//   AMD gfx12         v_wmma_f32_16x16x16_f16 (wave32): lane halves split K in two runs of 8
+//   AMD gfx908-gfx950 v_mfma_f32_16x16x16f16 (wave64): four lane groups split K in runs of 4
+// Elsewhere (host passes, other targets) the types exist and the functions trap; kernels check
+// has_fragment_mma and never run them there.
+//
+// Lane layouts (l = lane; verified on hardware: NVIDIA only so far, see tests/gpu/test_fragment.cu):
+//   NVIDIA   g = l/4, t = l%4; A regs {A[g][2t..], A[g+8][2t..], A[g][2t+8..], A[g+8][2t+8..]};
+//            acc element i: row g + 8*((i%4)/2), col 8*(i/4) + 2t + i%2
+//   gfx11    A: row l%16, k 0..15 (lanes 16-31 repeat lanes 0-15); B: col l%16, k 0..15;
+//            acc element i: row 2i + l/16, col l%16
+//   gfx12    A: row l%16, k 8*(l/16) + 0..7; B: col l%16, same k; acc i: row i + 8*(l/16), col l%16
+//   MFMA     A: row l%16, k 4*(l/16) + 0..3; B: col l%16, same k; acc i: row 4*(l/16) + i, col l%16
+#pragma once
+
+#include <cstdint>
+
+#include "turbo3/platform/device.hpp"
+
+#if TURBO3_HAS_RUNTIME
+
+#if defined(TURBO3_PLATFORM_CUDA) && defined(__CUDA_ARCH__)
+#if __CUDA_ARCH__ >= 800
+#define TURBO3_FRAGMENT_NVIDIA 1
+#endif
+#elif defined(__HIP_DEVICE_COMPILE__)
+#if defined(__GFX12__)
+#define TURBO3_FRAGMENT_WMMA12 1
+#elif defined(__GFX11__)
+#define TURBO3_FRAGMENT_WMMA11 1
+#elif defined(__gfx908__) || defined(__gfx90a__) || defined(__gfx940__) || defined(__gfx941__) || \
+    defined(__gfx942__) || defined(__gfx950__)
+#define TURBO3_FRAGMENT_MFMA 1
+#endif
+#endif
+
+namespace turbo3 {
+namespace platform {
+
+#if defined(TURBO3_FRAGMENT_NVIDIA) || defined(TURBO3_FRAGMENT_WMMA11) || defined(TURBO3_FRAGMENT_WMMA12) || \
+    defined(TURBO3_FRAGMENT_MFMA)
+inline constexpr bool has_fragment_mma = true;
+#else
+inline constexpr bool has_fragment_mma = false;
+#endif
+
+#if defined(TURBO3_FRAGMENT_NVIDIA)
+
+struct frag_a { uint32_t x[4]; };
+struct frag_b { uint32_t x[4]; };  // x[0..1]: columns 0-7, x[2..3]: columns 8-15
+struct frag_acc {
+  static constexpr int elements = 8;
+  float x[8];  // x[0..3]: columns 0-7, x[4..7]: columns 8-15
+};
+
+TURBO3_DEVICE TURBO3_FORCEINLINE void ldmatrix_x4(uint32_t (&r)[4], const uint16_t* row_address) {
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(row_address));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s)
+               : "memory");
+}
+
+// Matrices of the x4 load: lane l gives the address of row l%8 of matrix l/8.
+// A: matrix j = rows 8*(j%2).., k 8*(j/2)..  -> {A[g][2t], A[g+8][2t], A[g][2t+8], A[g+8][2t+8]}
+TURBO3_DEVICE TURBO3_FORCEINLINE void frag_load_a(frag_a& a, const uint16_t* p, int ld) {
+  const int l = lane_id(), j = l / 8;
+  ldmatrix_x4(a.x, p + ((j % 2) * 8 + l % 8) * ld + (j / 2) * 8);
+}
+// B^T rows are N: matrix j = n 8*(j/2).., k 8*(j%2)..  -> {n0-7: k0-7, k8-15; n8-15: k0-7, k8-15}
+TURBO3_DEVICE TURBO3_FORCEINLINE void frag_load_b(frag_b& b, const uint16_t* p, int ld) {
+  const int l = lane_id(), j = l / 8;
+  ldmatrix_x4(b.x, p + ((j / 2) * 8 + l % 8) * ld + (j % 2) * 8);
+}
+
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_16x8x16(float* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+TURBO3_DEVICE TURBO3_FORCEINLINE void frag_mma(frag_acc& c, const frag_a& a, const frag_b& b) {
+  mma_16x8x16(c.x, a.x, b.x[0], b.x[1]);
+  mma_16x8x16(c.x + 4, a.x, b.x[2], b.x[3]);
+}
+
+TURBO3_DEVICE TURBO3_FORCEINLINE int frag_acc_row(int i) { return lane_id() / 4 + 8 * ((i % 4) / 2); }
+TURBO3_DEVICE TURBO3_FORCEINLINE int frag_acc_col(int i) { return 8 * (i / 4) + 2 * (lane_id() % 4) + i % 2; }
+
+#elif defined(TURBO3_FRAGMENT_WMMA11) || defined(TURBO3_FRAGMENT_WMMA12) || defined(TURBO3_FRAGMENT_MFMA)
+
+#if defined(TURBO3_FRAGMENT_WMMA11)
+inline constexpr int frag_k_run = 16;  // k values per lane
+inline constexpr int frag_acc_n = 8;
+#elif defined(TURBO3_FRAGMENT_WMMA12)
+inline constexpr int frag_k_run = 8;
+inline constexpr int frag_acc_n = 8;
+#else
+inline constexpr int frag_k_run = 4;
+inline constexpr int frag_acc_n = 4;
+#endif
+
+typedef _Float16 frag_half_vec __attribute__((ext_vector_type(frag_k_run)));
+typedef float frag_float_vec __attribute__((ext_vector_type(frag_acc_n)));
+
+struct frag_a { frag_half_vec x; };
+struct frag_b { frag_half_vec x; };
+struct frag_acc {
+  static constexpr int elements = frag_acc_n;
+  frag_float_vec x;
+};
+
+// First k of this lane's run (gfx11: every lane holds all 16).
+TURBO3_DEVICE TURBO3_FORCEINLINE int frag_k_first() {
+#if defined(TURBO3_FRAGMENT_WMMA11)
+  return 0;
+#else
+  return (lane_id() / 16) * frag_k_run;
+#endif
+}
+
+TURBO3_DEVICE TURBO3_FORCEINLINE void frag_load_run(frag_half_vec& v, const uint16_t* p, int ld) {
+  const int l = lane_id();
+  v = *reinterpret_cast<const frag_half_vec*>(p + (l % 16) * ld + frag_k_first());
+}
+TURBO3_DEVICE TURBO3_FORCEINLINE void frag_load_a(frag_a& a, const uint16_t* p, int ld) { frag_load_run(a.x, p, ld); }
+TURBO3_DEVICE TURBO3_FORCEINLINE void frag_load_b(frag_b& b, const uint16_t* p, int ld) { frag_load_run(b.x, p, ld); }
+
+TURBO3_DEVICE TURBO3_FORCEINLINE void frag_mma(frag_acc& c, const frag_a& a, const frag_b& b) {
+#if defined(TURBO3_FRAGMENT_WMMA11)
+  c.x = __builtin_amdgcn_wmma_f32_16x16x16_f16_w32(a.x, b.x, c.x);
+#elif defined(TURBO3_FRAGMENT_WMMA12)
+  c.x = __builtin_amdgcn_wmma_f32_16x16x16_f16_w32_gfx12(a.x, b.x, c.x);
+#else
+  c.x = __builtin_amdgcn_mfma_f32_16x16x16f16(a.x, b.x, c.x, 0, 0, 0);
+#endif
+}
+
+TURBO3_DEVICE TURBO3_FORCEINLINE int frag_acc_row(int i) {
+#if defined(TURBO3_FRAGMENT_WMMA11)
+  return 2 * i + lane_id() / 16;
+#elif defined(TURBO3_FRAGMENT_WMMA12)
+  return i + 8 * (lane_id() / 16);
+#else
+  return 4 * (lane_id() / 16) + i;
+#endif
+}
+TURBO3_DEVICE TURBO3_FORCEINLINE int frag_acc_col(int) { return lane_id() % 16; }
+
+#else  // no back-end for this pass: types for the compiler's front end, trapping functions
+
+struct frag_a { uint32_t x[4]; };
+struct frag_b { uint32_t x[4]; };
+struct frag_acc {
+  static constexpr int elements = 8;
+  float x[8];
+};
+TURBO3_DEVICE TURBO3_FORCEINLINE void frag_load_a(frag_a& a, const uint16_t*, int) { a = frag_a{}; }
+TURBO3_DEVICE TURBO3_FORCEINLINE void frag_load_b(frag_b& b, const uint16_t*, int) { b = frag_b{}; }
+TURBO3_DEVICE TURBO3_FORCEINLINE void frag_mma(frag_acc&, const frag_a&, const frag_b&) { __builtin_trap(); }
+TURBO3_DEVICE TURBO3_FORCEINLINE int frag_acc_row(int) { return 0; }
+TURBO3_DEVICE TURBO3_FORCEINLINE int frag_acc_col(int) { return 0; }
+
+#endif
+
+TURBO3_DEVICE TURBO3_FORCEINLINE void frag_zero(frag_acc& c) {
+  TURBO3_UNROLL
+  for (int i = 0; i < frag_acc::elements; ++i) c.x[i] = 0.0f;
+}
+
+// Two fp16 values packed in a word (low half first), multiplied lane-wise (round to nearest).
+TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t mul_half2_bits(uint32_t a, uint32_t b) {
+#if defined(TURBO3_PLATFORM_CUDA)
+  __half2 x, y;
+  memcpy(&x, &a, 4);
+  memcpy(&y, &b, 4);
+  const __half2 r = __hmul2(x, y);
+  uint32_t bits;
+  memcpy(&bits, &r, 4);
+  return bits;
+#else
+  typedef _Float16 h2 __attribute__((ext_vector_type(2)));
+  return __builtin_bit_cast(uint32_t, __builtin_bit_cast(h2, a) * __builtin_bit_cast(h2, b));
+#endif
+}
+
+}  // namespace platform
+}  // namespace turbo3
+
+#endif  // TURBO3_HAS_RUNTIME

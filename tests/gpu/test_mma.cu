@@ -1,0 +1,410 @@
+// The MMA prefill kernel (matrix-core fragments, inline dequantization) against ref::attention on
+// identical quantized bytes, limit NMSE 1e-5, forced through launch_options::kernel = mma: the
+// grids of the TILE tests (the seed's twelve, the D = 128 grid, odd lengths, causal and masked,
+// both rotation modes, both codebooks, every K/V pair, GQA up to 16, capture). First, the fragment
+// abstraction alone: one 16x16x16 multiply checked element by element (lane layouts). A timing
+// harness (hidden tag [.mma-timing]) compares MMA with TILE and materialize at pp512/2048/4096.
+// Written without a GPU at hand: the first run on hardware is its first test.
+#include "attention_problem.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "turbo3/platform/fragment.hpp"
+
+using namespace turbo3;
+using turbo3_test::attention_case;
+using turbo3_test::attention_problem;
+using turbo3_test::device_buffer;
+
+namespace {
+
+constexpr double nmse_limit = 1e-5;
+turbo3_test::nmse_tracker g_mma;
+
+struct report_at_exit {
+  ~report_at_exit() {
+    if (g_mma.cases)
+      std::printf("MMA: %d cases, worst NMSE %.3e (%s)\n", g_mma.cases, g_mma.worst, g_mma.worst_case.c_str());
+  }
+} g_report;
+
+const data_type kv_types[2] = {data_type::f16, data_type::turbo3};
+
+launch_options forced(kernel_choice k) {
+  launch_options o;
+  o.kernel = k;
+  return o;
+}
+
+void run_case(const attention_case& c, std::mt19937_64& rng) {
+  attention_problem prob(c, rng);
+  INFO(c.describe());
+  prob.poison_output();
+  stream_pool_allocator pool;
+  const status s = flash_attention(prob.device_params(), pool, nullptr, forced(kernel_choice::mma));
+  REQUIRE(s == status::ok);
+  TURBO3_CHECK_HIP(hipDeviceSynchronize());
+  const double e = prob.compare_with_reference();
+  g_mma.record(e, c.describe());
+  INFO("NMSE " << e);
+  CHECK(e <= nmse_limit);
+}
+
+// ---- the fragment abstraction on its own ------------------------------------------------------------
+
+// D = A B for one 16x16x16 tile: A [16][16] and B^T [16][16] in shared memory (row stride 24
+// halves), each accumulator element written at its (row, col) and counted, so a wrong lane layout
+// shows as a wrong value or a count other than 1.
+TURBO3_GLOBAL void fragment_test_kernel(const uint16_t* a, const uint16_t* bt, float* d, int* hits) {
+  __shared__ __align__(16) uint16_t a_s[16 * 24];
+  __shared__ __align__(16) uint16_t b_s[16 * 24];
+  for (int i = static_cast<int>(threadIdx.x); i < 256; i += static_cast<int>(blockDim.x)) {
+    a_s[(i / 16) * 24 + i % 16] = a[i];
+    b_s[(i / 16) * 24 + i % 16] = bt[i];
+  }
+  __syncthreads();
+  if constexpr (platform::has_fragment_mma) {
+    platform::frag_a fa;
+    platform::frag_b fb;
+    platform::frag_acc c;
+    platform::frag_zero(c);
+    platform::frag_load_a(fa, a_s, 24);
+    platform::frag_load_b(fb, b_s, 24);
+    platform::frag_mma(c, fa, fb);
+    platform::frag_mma(c, fa, fb);  // accumulates: D = 2 A B
+    for (int i = 0; i < platform::frag_acc::elements; ++i) {
+      const int r = platform::frag_acc_row(i), col = platform::frag_acc_col(i);
+      d[r * 16 + col] = c.x[i];
+      atomicAdd(hits + r * 16 + col, 1);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("fragment: one 16x16x16 multiply, every accumulator element at its coordinates", "[mma]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0xf4a9);
+  std::uniform_int_distribution<int> small(-8, 8);  // exact in fp16 and in the f32 sums
+  std::vector<uint16_t> a(256), bt(256);
+  std::vector<float> af(256), bf(256);
+  for (int i = 0; i < 256; ++i) {
+    af[i] = static_cast<float>(small(rng)) * 0.25f;
+    bf[i] = static_cast<float>(small(rng)) * 0.5f;
+    a[i] = fp16_from_float(af[i]);
+    bt[i] = fp16_from_float(bf[i]);
+  }
+  device_buffer da(512), db(512), dd(1024), dh(1024);
+  da.upload(a.data(), 512);
+  db.upload(bt.data(), 512);
+  dd.poison();
+  TURBO3_CHECK_HIP(hipMemset(dh.ptr, 0, 1024));
+  fragment_test_kernel<<<1, 32>>>(da.as<uint16_t>(), db.as<uint16_t>(), dd.as<float>(), dh.as<int>());
+  TURBO3_CHECK_HIP(hipGetLastError());
+  TURBO3_CHECK_HIP(hipDeviceSynchronize());
+  std::vector<float> d(256);
+  std::vector<int> hits(256);
+  dd.download(d.data(), 1024);
+  dh.download(hits.data(), 1024);
+  int bad = 0;
+  for (int m = 0; m < 16; ++m)
+    for (int n = 0; n < 16; ++n) {
+      double want = 0;
+      for (int k = 0; k < 16; ++k) want += static_cast<double>(af[m * 16 + k]) * bf[n * 16 + k];
+      want *= 2;
+      if (hits[m * 16 + n] != 1 || d[m * 16 + n] != static_cast<float>(want)) {
+        if (bad < 8)
+          UNSCOPED_INFO("D[" << m << "][" << n << "] = " << d[m * 16 + n] << " want " << want << ", written "
+                             << hits[m * 16 + n] << " times");
+        ++bad;
+      }
+    }
+  CHECK(bad == 0);
+}
+
+TEST_CASE("MMA: the seed's twelve cases (D=256, 16 heads over 4, mask)", "[mma]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7113);
+  for (int n_kv : {512, 1024})
+    for (int n_q : {3, 4, 6, 64, 128, 256}) {
+      attention_case c;
+      c.head_dim = 256;
+      c.n_head = 16;
+      c.n_head_kv = 4;
+      c.n_kv = n_kv;
+      c.n_q = n_q;
+      c.mask = true;
+      run_case(c, rng);
+    }
+}
+
+TEST_CASE("MMA: D=128 grid (GQA 1/4/12, n_kv 113/512/1024, n_q 3/32/75, options)", "[mma]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7128);
+  int variant = 0;
+  for (int gqa : {1, 4, 12})
+    for (int n_kv : {113, 512, 1024})
+      for (int n_q : {3, 32, 75}) {
+        attention_case c;
+        c.head_dim = 128;
+        c.n_head_kv = 4;
+        c.n_head = 4 * gqa;
+        c.n_kv = n_kv;
+        c.n_q = n_q;
+        const int opt = variant++ % 6;
+        c.mask = opt != 0 && opt != 5;
+        c.sinks = opt == 2 || opt == 4;
+        c.max_bias = opt == 3 ? 8.0f : 0.0f;
+        c.softcap = opt == 4 ? 2.0f : 0.0f;
+        c.causal = opt == 5 || opt == 1;
+        c.k_type = kv_types[(variant / 2) % 2];
+        c.v_type = kv_types[variant % 2];
+        c.q_type = variant % 3 == 0 ? data_type::f16 : data_type::f32;
+        c.out_type = variant % 5 == 0 ? data_type::f16 : data_type::f32;
+        c.permuted_out = variant % 2 == 0;
+        run_case(c, rng);
+        if (c.k_type != data_type::turbo3 || c.v_type != data_type::turbo3) {
+          c.k_type = c.v_type = data_type::turbo3;
+          run_case(c, rng);
+        }
+      }
+}
+
+TEST_CASE("MMA: odd lengths (n_q and n_kv in 3..1000), causal and masked", "[mma]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x70dd);
+  const int lengths[] = {3, 9, 27, 81, 129, 257, 1000};
+  int variant = 0;
+  for (int n_q : lengths)
+    for (int n_kv : lengths) {
+      attention_case c;
+      c.head_dim = 128;
+      c.n_head = 2;
+      c.n_head_kv = 1;
+      c.n_q = n_q;
+      c.n_kv = n_kv;
+      c.causal = variant % 2 == 0;
+      c.mask = variant % 3 != 0;
+      c.k_type = kv_types[(variant / 2) % 2];
+      c.v_type = kv_types[(variant / 4) % 2];
+      run_case(c, rng);
+      ++variant;
+    }
+}
+
+TEST_CASE("MMA: every K/V pair, both codebooks and both rotation modes, D=128/256; D=64 unsupported", "[mma]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7cb);
+  for (int d : {128, 256})
+    for (codebook cb : {codebook::lloyd_max, codebook::legacy})
+      for (bool library_rotates : {true, false})
+        for (data_type kt : kv_types)
+          for (data_type vt : kv_types) {
+            attention_case c;
+            c.head_dim = d;
+            c.n_head = 8;
+            c.n_head_kv = 2;
+            c.n_q = 37;
+            c.n_kv = 300;
+            c.cb = cb;
+            c.library_rotates = library_rotates;
+            c.k_type = kt;
+            c.v_type = vt;
+            c.mask = true;
+            c.causal = library_rotates;
+            run_case(c, rng);
+          }
+  // D = 64 is not an MMA head dim: unsupported, nothing launched, output untouched.
+  attention_case c;
+  c.head_dim = 64;
+  c.n_head = 4;
+  c.n_head_kv = 2;
+  c.n_q = 70;
+  c.n_kv = 333;
+  c.k_type = c.v_type = data_type::f16;
+  attention_problem prob(c, rng);
+  arena_allocator none;
+  CHECK(flash_attention(prob.device_params(), none, nullptr, forced(kernel_choice::mma)) == status::unsupported);
+}
+
+TEST_CASE("MMA: GQA 16 and GQA 8 at D=256, two sequences, sinks, f16 out", "[mma]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7916);
+  for (int gqa : {8, 16}) {
+    attention_case c;
+    c.head_dim = 256;
+    c.n_head = 2 * gqa;
+    c.n_head_kv = 2;
+    c.n_q = 19;
+    c.n_kv = 400;
+    c.n_seq = 2;
+    c.sinks = true;
+    c.causal = true;
+    c.out_type = data_type::f16;
+    c.q_type = data_type::f16;
+    run_case(c, rng);
+  }
+}
+
+// Small cases for compute-sanitizer (memcheck and racecheck are slow): every K/V pair and head
+// dim, ragged tiles, causal with a mask, sinks.
+TEST_CASE("MMA: sanitizer subset", "[mma-san]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x75a);
+  for (int d : {128, 256})
+    for (data_type kt : kv_types)
+      for (data_type vt : kv_types) {
+        attention_case c;
+        c.head_dim = d;
+        c.n_head = 6;
+        c.n_head_kv = 2;
+        c.n_q = 27;
+        c.n_kv = 81;
+        c.k_type = kt;
+        c.v_type = vt;
+        c.mask = true;
+        c.causal = true;
+        c.sinks = true;
+        run_case(c, rng);
+      }
+}
+
+
+// A shape where the tiles are ragged everywhere: n_q not a multiple of the queries per work-group,
+// n_kv not a multiple of the key tile, GQA 12 (rows per work-group not a multiple of the heads),
+// queries in f16, ALiBi with a mask, softcap, permuted output; every K/V pair at D = 256.
+TEST_CASE("MMA: ragged shapes, GQA 12, ALiBi and softcap at D=256", "[mma]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7a9d);
+  int variant = 0;
+  for (data_type kt : kv_types)
+    for (data_type vt : kv_types) {
+      attention_case c;
+      c.head_dim = 256;
+      c.n_head = 24;
+      c.n_head_kv = 2;
+      c.n_q = 45;
+      c.n_kv = 191;
+      c.k_type = kt;
+      c.v_type = vt;
+      c.mask = true;
+      c.max_bias = variant % 2 == 0 ? 8.0f : 0.0f;
+      c.softcap = variant % 2 == 1 ? 2.0f : 0.0f;
+      c.causal = variant >= 2;
+      c.q_type = data_type::f16;
+      c.permuted_out = true;
+      run_case(c, rng);
+      ++variant;
+    }
+}
+
+TEST_CASE("routing: MMA only when forced; no workspace", "[mma]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7a1);
+  attention_case c;
+  c.head_dim = 256;
+  c.n_head = 8;
+  c.n_head_kv = 2;
+  c.n_kv = 500;
+  c.n_q = 40;
+  c.mask = true;
+  attention_problem prob(c, rng);
+  const attention_params p = prob.device_params();
+  CHECK(workspace_bytes(p, forced(kernel_choice::mma)) == 0);
+  CHECK(detail::route(p, launch_options{}) != kernel_choice::mma);  // automatic routing unchanged
+  prob.poison_output();
+  arena_allocator none;  // an empty arena: any allocation would fail
+  REQUIRE(flash_attention(p, none, nullptr, forced(kernel_choice::mma)) == status::ok);
+  TURBO3_CHECK_HIP(hipDeviceSynchronize());
+  const double e = prob.compare_with_reference();
+  g_mma.record(e, "empty arena " + c.describe());
+  CHECK(e <= nmse_limit);
+}
+
+TEST_CASE("capture: MMA prefill with the arena allocator, replayed", "[mma][mma-capture]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7cab);
+  attention_case c;
+  c.head_dim = 256;
+  c.n_head = 16;
+  c.n_head_kv = 8;
+  c.n_q = 100;
+  c.n_kv = 700;
+  c.causal = true;
+  c.sinks = true;
+  attention_problem prob(c, rng);
+  hipStream_t stream;
+  TURBO3_CHECK_HIP(hipStreamCreateWithFlags(&stream, hipStreamNonBlocking));
+  const launch_options opt = forced(kernel_choice::mma);
+  // First eager call: raises the kernel's shared-memory limit outside the capture.
+  {
+    stream_pool_allocator pool;
+    REQUIRE(flash_attention(prob.device_params(), pool, stream, opt) == status::ok);
+    TURBO3_CHECK_HIP(hipStreamSynchronize(stream));
+  }
+  device_buffer arena_memory(arena_allocator::footprint(0));
+  arena_allocator arena(arena_memory.ptr, arena_memory.bytes);
+  hipGraph_t graph = nullptr;
+  hipGraphExec_t exec = nullptr;
+  TURBO3_CHECK_HIP(hipStreamBeginCapture(stream, hipStreamCaptureModeGlobal));
+  const status s = flash_attention(prob.device_params(), arena, stream, opt);
+  TURBO3_CHECK_HIP(hipStreamEndCapture(stream, &graph));
+  REQUIRE(s == status::ok);
+  CHECK(arena.used() == 0);
+  TURBO3_CHECK_HIP(hipGraphInstantiate(&exec, graph, nullptr, nullptr, 0));
+  double worst = 0;
+  for (int replay = 0; replay < 5; ++replay) {
+    prob.refill(rng);
+    prob.poison_output();
+    TURBO3_CHECK_HIP(hipGraphLaunch(exec, stream));
+    TURBO3_CHECK_HIP(hipStreamSynchronize(stream));
+    const double e = prob.compare_with_reference();
+    INFO("replay " << replay << " NMSE " << e);
+    REQUIRE(e <= nmse_limit);
+    worst = std::max(worst, e);
+  }
+  g_mma.record(worst, "capture " + c.describe());
+  std::printf("capture prefill (mma): 5 replays with new Q/K/V, worst NMSE %.3e\n", worst);
+  TURBO3_CHECK_HIP(hipGraphExecDestroy(exec));
+  TURBO3_CHECK_HIP(hipGraphDestroy(graph));
+  TURBO3_CHECK_HIP(hipStreamDestroy(stream));
+}
+
+// Timing: D = 256, 16 query heads over 8 KV heads, causal, n_q = n_kv = 512 / 2048 / 4096:
+// turbo3 MMA, f16 MMA, turbo3 TILE, turbo3 materialize. Hidden (run explicitly).
+TEST_CASE("timing: MMA prefill pp512/2048/4096", "[.mma-timing]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x71f);
+  hipEvent_t e0, e1;
+  TURBO3_CHECK_HIP(hipEventCreate(&e0));
+  TURBO3_CHECK_HIP(hipEventCreate(&e1));
+  stream_pool_allocator pool;
+  for (int n : {512, 2048, 4096}) {
+    attention_case c;
+    c.head_dim = 256;
+    c.n_head = 16;
+    c.n_head_kv = 8;
+    c.n_q = c.n_kv = n;
+    c.causal = true;
+    attention_problem t3(c, rng);
+    c.k_type = c.v_type = data_type::f16;
+    attention_problem f16(c, rng);
+    struct variant {
+      attention_problem* prob;
+      kernel_choice k;
+    } variants[] = {{&t3, kernel_choice::mma}, {&f16, kernel_choice::mma}, {&t3, kernel_choice::tile},
+                    {&t3, kernel_choice::materialize}};
+    double us[4] = {0, 0, 0, 0};
+    for (int v = 0; v < 4; ++v) {
+      const attention_params p = variants[v].prob->device_params();
+      const launch_options opt = forced(variants[v].k);
+      for (int w = 0; w < 2; ++w) REQUIRE(flash_attention(p, pool, nullptr, opt) == status::ok);
+      const int reps = 10;
+      TURBO3_CHECK_HIP(hipEventRecord(e0, nullptr));
+      for (int r = 0; r < reps; ++r) flash_attention(p, pool, nullptr, opt);
+      TURBO3_CHECK_HIP(hipEventRecord(e1, nullptr));
+      TURBO3_CHECK_HIP(hipEventSynchronize(e1));
+      float ms = 0;
+      TURBO3_CHECK_HIP(hipEventElapsedTime(&ms, e0, e1));
+      us[v] = 1000.0 * ms / reps;
+    }
+    const double flop = 4.0 * c.n_head * c.head_dim * (static_cast<double>(n) * (n + 1) / 2);
+    std::printf("pp%d: turbo3 MMA %.1f us (%.1f TFLOP/s), f16 MMA %.1f us (%.1f TFLOP/s), turbo3 TILE %.1f us, "
+                "turbo3 materialize %.1f us\n",
+                n, us[0], flop / us[0] * 1e-6, us[1], flop / us[1] * 1e-6, us[2], us[3]);
+    std::printf("pp%d ratios: turbo3 MMA / f16 MMA speed %.3fx, MMA vs TILE %.2fx, MMA vs materialize %.2fx\n", n,
+                us[1] / us[0], us[2] / us[0], us[3] / us[0]);
+  }
+  TURBO3_CHECK_HIP(hipEventDestroy(e0));
+  TURBO3_CHECK_HIP(hipEventDestroy(e1));
+}
