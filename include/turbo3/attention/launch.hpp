@@ -237,7 +237,8 @@ void launch_vec_types(const attention_args& a, const vec_plan& plan, data_type k
 
 template <int D>
 void launch_vec_combine(const attention_args& a, const vec_plan& plan, hipStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(a.n_q), static_cast<unsigned>(a.n_head), static_cast<unsigned>(a.n_seq));
+  const dim3 grid(static_cast<unsigned>(a.n_q * vec_combine_slices<D>), static_cast<unsigned>(a.n_head),
+                  static_cast<unsigned>(a.n_seq));
   vec_combine_kernel<D><<<grid, vec_threads, 0, stream>>>(a, plan.head_splits, plan.rows, a.unrotate_out);
 }
 

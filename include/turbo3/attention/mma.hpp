@@ -350,7 +350,7 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
     q_stage[r * C::ldo + d] = v * a.q_prescale;
   }
   platform::sync_threads();
-  if (a.rotate_q) rotate_rows_shared<false>(q_stage, C::rows, C::ldo, D / block_values, tid, C::threads);
+  if (a.rotate_q) rotate_rows_shared<false, D / block_values>(q_stage, C::rows, C::ldo, tid, C::threads);
   for (int idx = tid; idx < C::rows * D / 2; idx += C::threads) {
     const int r = idx / (D / 2), p = 2 * (idx % (D / 2));
     const float* src = q_stage + r * C::ldo + (p & ~15);
@@ -527,7 +527,7 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
       }
   }
   platform::sync_threads();
-  if (a.unrotate_out) rotate_rows_shared<true>(out_s, C::rows, C::ldo, D / block_values, tid, C::threads);
+  if (a.unrotate_out) rotate_rows_shared<true, D / block_values>(out_s, C::rows, C::ldo, tid, C::threads);
   for (int idx = tid; idx < C::rows * D; idx += C::threads) {
     const int r = idx / D, d = idx % D;
     const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);

@@ -155,10 +155,12 @@ template <int D, class KL, int NR>
 TURBO3_DEVICE void load_queries(const attention_args& a, const vec_context& x, float* q_s, float* q_nat, int tid) {
   for (int idx = tid; idx < NR * D; idx += vec_threads) {
     const int r = idx / D, d = idx % D;
-    const vec_row row = vec_row_of(a, r, x.kv_head, x.head_split, x.q_tile, x.heads_per_block);
     float v = 0.0f;
-    if (row.query >= 0)
-      v = load_q_value(a, a.q + row.query * a.q_nb1 + row.head * a.q_nb2 + x.seq * a.q_nb3, d) * a.q_prescale;
+    if (r < x.active_rows) {  // the rest pad the row count: zeros
+      const vec_row row = vec_row_of(a, r, x.kv_head, x.head_split, x.q_tile, x.heads_per_block);
+      if (row.query >= 0)
+        v = load_q_value(a, a.q + row.query * a.q_nb1 + row.head * a.q_nb2 + x.seq * a.q_nb3, d) * a.q_prescale;
+    }
     q_nat[idx] = v;
   }
   platform::sync_threads();
@@ -421,90 +423,94 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
   write_partial<D, NR, C::key_slices>(a, x, red, warp_part, m_s, l_run, head_splits, tid);
 }
 
-// One work-group per output row (query, head, seq): merge the splits, add the sink, normalize,
-// un-rotate, convert and store. Splits are spread over the threads (max, weights) and over the
-// warps (the weighted sum, lanes along dimensions), so no thread walks them serially.
+// The combine's work-groups each take one output row and a slice of up to 128 of its dimensions
+// (one rotation group), so a decode call spreads over n_q * n_head * D / 128 work-groups.
+template <int D>
+inline constexpr int vec_combine_slice = D < block_values ? D : block_values;
+template <int D>
+inline constexpr int vec_combine_slices = D / vec_combine_slice<D>;
+
+// One work-group per output row (query, head, seq) and slice: merge the splits, add the sink,
+// normalize, un-rotate, convert and store. Its time is the latency of its loads, so each thread
+// reads its splits' maxima and sums at once, and then its dimension of `batch` splits at a time.
 template <int D>
 TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_combine_kernel(attention_args a, int head_splits, int NR,
                                                                          bool unrotate) {
+  constexpr int W = vec_combine_slice<D>;
   constexpr int n_warps = vec_threads / platform::warp_size;
-  constexpr int dims_per_lane = (D + platform::warp_size - 1) / platform::warp_size;
-  alignas(16) __shared__ float row_s[D];
+  constexpr int splits_per_thread = (vec_max_splits + vec_threads - 1) / vec_threads;
+  constexpr int batch = 16;
+  static_assert(W <= vec_threads, "one dimension per thread");
+  alignas(16) __shared__ float row_s[W];
   __shared__ float split_w[vec_max_splits];
-  __shared__ float warp_red[n_warps][D];
-  __shared__ float warp_scalar[n_warps];
-  __shared__ float max_s, inv_sum_s;
+  __shared__ float warp_scalar[2][n_warps];
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / platform::warp_size, lane = tid % platform::warp_size;
-  const int i = static_cast<int>(blockIdx.x), h = static_cast<int>(blockIdx.y), seq = static_cast<int>(blockIdx.z);
+  const int i = static_cast<int>(blockIdx.x) / vec_combine_slices<D>;
+  const int slice = static_cast<int>(blockIdx.x) % vec_combine_slices<D>;
+  const int h = static_cast<int>(blockIdx.y), seq = static_cast<int>(blockIdx.z);
   const int kv_head = h / a.gqa, g = h % a.gqa;
   const int heads_per_block = a.gqa / head_splits;
   const int kv_block = kv_head * head_splits + g / heads_per_block;
   const int q_tile = i / a.ncols, r = (i % a.ncols) * heads_per_block + g % heads_per_block;
   const int blocks_per_seq = a.n_head_kv * head_splits;
-  auto row_at = [&](int split) {
-    return a.partial + vec_partial_row(a, seq, kv_block, q_tile, split, blocks_per_seq, NR, r, D);
-  };
+  const int n = a.n_splits;
+  // Split s of this row: first + s * stride floats (D values, then the maximum and the sum).
+  const float* const first = a.partial + vec_partial_row(a, seq, kv_block, q_tile, 0, blocks_per_seq, NR, r, D);
+  const size_t stride = static_cast<size_t>(NR) * (D + 2);
   const float sink = a.sinks ? a.sinks[h] * log2e : -INFINITY;
 
+  float m_split[splits_per_thread], l_split[splits_per_thread];
   float m = -INFINITY;
-  for (int s = tid; s < a.n_splits; s += vec_threads) m = fmaxf(m, row_at(s)[D]);
-  m = warp_max(m);
-  if (lane == 0) warp_scalar[warp] = m;
-  platform::sync_threads();
-  if (tid == 0) {
-    float mx = sink;
-    for (int w = 0; w < n_warps; ++w) mx = fmaxf(mx, warp_scalar[w]);
-    max_s = mx;
+  TURBO3_UNROLL
+  for (int k = 0; k < splits_per_thread; ++k) {
+    const int s = tid + k * vec_threads;
+    m_split[k] = s < n ? first[s * stride + D] : -INFINITY;
+    l_split[k] = s < n ? first[s * stride + D + 1] : 0.0f;
+    m = fmaxf(m, m_split[k]);
   }
+  m = warp_max(m);
+  if (lane == 0) warp_scalar[0][warp] = m;
   platform::sync_threads();
-  const float m_all = max_s;
+  float m_all = sink;
+  TURBO3_UNROLL
+  for (int w = 0; w < n_warps; ++w) m_all = fmaxf(m_all, warp_scalar[0][w]);
   float l = 0.0f;
-  for (int s = tid; s < a.n_splits; s += vec_threads) {
-    const float ms = row_at(s)[D];
-    const float w = ms == -INFINITY ? 0.0f : platform::exp2_fast(ms - m_all);
-    split_w[s] = w;
-    l += w * row_at(s)[D + 1];
+  TURBO3_UNROLL
+  for (int k = 0; k < splits_per_thread; ++k) {
+    const int s = tid + k * vec_threads;
+    const float w = m_split[k] == -INFINITY ? 0.0f : platform::exp2_fast(m_split[k] - m_all);
+    if (s < n) split_w[s] = w;
+    l += w * l_split[k];
   }
   l = warp_sum(l);
-  platform::sync_threads();  // warp_scalar is rewritten
-  if (lane == 0) warp_scalar[warp] = l;
+  if (lane == 0) warp_scalar[1][warp] = l;
   platform::sync_threads();
-  if (tid == 0) {
-    float sum = sink != -INFINITY ? platform::exp2_fast(sink - m_all) : 0.0f;
-    for (int w = 0; w < n_warps; ++w) sum += warp_scalar[w];
-    inv_sum_s = sum > 0.0f ? 1.0f / sum : 0.0f;
-  }
+  float sum = sink != -INFINITY ? platform::exp2_fast(sink - m_all) : 0.0f;
+  TURBO3_UNROLL
+  for (int w = 0; w < n_warps; ++w) sum += warp_scalar[1][w];
+  const float inv_sum = sum > 0.0f ? 1.0f / sum : 0.0f;
 
-  float v[dims_per_lane];
-  TURBO3_UNROLL
-  for (int k = 0; k < dims_per_lane; ++k) v[k] = 0.0f;
-  for (int s = warp; s < a.n_splits; s += n_warps) {
-    const float w = split_w[s];
-    const float* p = row_at(s);
-    TURBO3_UNROLL
-    for (int k = 0; k < dims_per_lane; ++k) {
-      const int d = lane + k * platform::warp_size;
-      if (d < D) v[k] += w * p[d];
+  if (tid < W) {
+    const float* p = first + slice * W + tid;
+    float v = 0.0f;
+    for (int s0 = 0; s0 < n; s0 += batch) {
+      float x[batch];
+      TURBO3_UNROLL
+      for (int b = 0; b < batch; ++b) x[b] = s0 + b < n ? p[(s0 + b) * stride] : 0.0f;
+      TURBO3_UNROLL
+      for (int b = 0; b < batch; ++b) v += (s0 + b < n ? split_w[s0 + b] : 0.0f) * x[b];
     }
-  }
-  TURBO3_UNROLL
-  for (int k = 0; k < dims_per_lane; ++k) {
-    const int d = lane + k * platform::warp_size;
-    if (d < D) warp_red[warp][d] = v[k];
+    row_s[tid] = v * inv_sum;
   }
   platform::sync_threads();
-  for (int d = tid; d < D; d += vec_threads) {
-    float sum = 0.0f;
-    for (int w = 0; w < n_warps; ++w) sum += warp_red[w][d];
-    row_s[d] = sum * inv_sum_s;
+  if constexpr (W == block_values) {
+    if (unrotate) rotate_groups_shared<true>(row_s, 1, tid, vec_threads);
   }
-  platform::sync_threads();
-  if (unrotate) rotate_groups_shared<true>(row_s, D / block_values, tid, vec_threads);
   char* out = a.out + i * a.out_nb1 + h * a.out_nb2 + seq * a.out_nb3;
-  for (int d = tid; d < D; d += vec_threads) {
-    if (a.out_f16) reinterpret_cast<platform::half*>(out)[d] = platform::float_to_half(row_s[d]);
-    else reinterpret_cast<float*>(out)[d] = row_s[d];
+  for (int d = tid; d < W; d += vec_threads) {
+    if (a.out_f16) reinterpret_cast<platform::half*>(out)[slice * W + d] = platform::float_to_half(row_s[d]);
+    else reinterpret_cast<float*>(out)[slice * W + d] = row_s[d];
   }
 }
 

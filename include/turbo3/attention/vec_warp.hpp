@@ -327,7 +327,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
   }
   platform::sync_threads();
   const int blocks_per_seq = a.n_head_kv * head_splits;
-  for (int idx = tid; idx < NR * (D + 2); idx += vec_threads) {
+  for (int idx = tid; idx < x.active_rows * (D + 2); idx += vec_threads) {  // the combine reads no padding row
     const int r = idx / (D + 2), d = idx % (D + 2);
     float m_all = -INFINITY;
     TURBO3_UNROLL
