@@ -291,7 +291,7 @@ TEST_CASE("MMA: ragged shapes, GQA 12, ALiBi and softcap at D=256", "[mma]") {
     }
 }
 
-TEST_CASE("routing: MMA only when forced; no workspace", "[mma]") {
+TEST_CASE("routing: MMA by default where the family runs it, forced anywhere; no workspace", "[mma]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7a1);
   attention_case c;
   c.head_dim = 256;
@@ -303,7 +303,8 @@ TEST_CASE("routing: MMA only when forced; no workspace", "[mma]") {
   attention_problem prob(c, rng);
   const attention_params p = prob.device_params();
   CHECK(workspace_bytes(p, forced(kernel_choice::mma)) == 0);
-  CHECK(detail::route(p, launch_options{}) != kernel_choice::mma);  // automatic routing unchanged
+  CHECK((detail::route(p, launch_options{}) == kernel_choice::mma) ==
+        detail::mma_by_default(platform::current_device_family()));
   prob.poison_output();
   arena_allocator none;  // an empty arena: any allocation would fail
   REQUIRE(flash_attention(p, none, nullptr, forced(kernel_choice::mma)) == status::ok);

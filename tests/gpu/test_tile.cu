@@ -204,7 +204,7 @@ TEST_CASE("TILE: sanitizer subset", "[tile-san]") {
       }
 }
 
-TEST_CASE("routing: n_q <= 2 to VEC, else TILE; workspace_bytes per route", "[tile]") {
+TEST_CASE("routing: n_q <= 2 to VEC, else MMA (NVIDIA) or TILE; workspace_bytes per route", "[tile]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7a0);
   attention_case c;
   c.head_dim = 256;
@@ -215,12 +215,14 @@ TEST_CASE("routing: n_q <= 2 to VEC, else TILE; workspace_bytes per route", "[ti
   c.mask = true;
   attention_problem prob(c, rng);
   const attention_params p = prob.device_params();
-  CHECK(workspace_bytes(p) == 0);  // automatic: TILE, no temporaries
+  const kernel_choice automatic = detail::route(p, launch_options{});
+  CHECK(automatic == (detail::mma_by_default(platform::current_device_family()) ? kernel_choice::mma : kernel_choice::tile));
+  CHECK(workspace_bytes(p) == 0);  // automatic: MMA or TILE, no temporaries
   CHECK(workspace_bytes(p, forced(kernel_choice::tile)) == 0);
   // materialize: K and V each n_seq * n_head_kv * n_kv * D halves, rounded to 256 bytes
   const size_t one = (size_t{2} * 500 * 256 * 2 + 255) / 256 * 256;
   CHECK(workspace_bytes(p, forced(kernel_choice::materialize)) == 2 * one);
-  // automatic routing gives the TILE result
+  // automatic routing gives the same result with an empty arena
   prob.poison_output();
   arena_allocator none;  // an empty arena: any allocation would fail
   REQUIRE(flash_attention(p, none, nullptr) == status::ok);
@@ -228,7 +230,17 @@ TEST_CASE("routing: n_q <= 2 to VEC, else TILE; workspace_bytes per route", "[ti
   const double e = prob.compare_with_reference();
   g_tile.record(e, "automatic " + c.describe());
   CHECK(e <= nmse_limit);
-  // D = 512 prefill: neither prefill route has it; automatic routing falls back to VEC
+  // D = 64 (f16 only): MMA does not cover it, automatic routing takes TILE
+  attention_case d64 = c;
+  d64.head_dim = 64;
+  d64.k_type = d64.v_type = data_type::f16;
+  attention_problem prob64(d64, rng);
+  CHECK(detail::route(prob64.device_params(), launch_options{}) == kernel_choice::tile);
+  prob64.poison_output();
+  REQUIRE(flash_attention(prob64.device_params(), none, nullptr) == status::ok);
+  TURBO3_CHECK_HIP(hipDeviceSynchronize());
+  CHECK(prob64.compare_with_reference() <= nmse_limit);
+  // D = 512 prefill: no prefill route has it; automatic routing falls back to VEC
   attention_case big = c;
   big.head_dim = 512;
   big.n_q = 5;

@@ -378,6 +378,33 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   const int warp_end = warp_max_int(row_end);  // keys any row of this warp may see
   float m_run = -INFINITY, l_run = 0.0f;
 
+  // Where accumulators are A operands (frag_acc_is_a): the softmax runs on the score fragments, and
+  // each lane keeps the state of the R rows its fragments hold (running maximum; its own share of
+  // the running sum, added across the row's lanes at the end).
+  constexpr int R = platform::frag_acc_rows;
+  struct lane_row {
+    int end;
+    const platform::half* mask;
+    float slope;
+  };
+  lane_row lane_rows[R];
+  float m_lane[R], l_lane[R];
+  TURBO3_UNROLL
+  for (int rr = 0; rr < R; ++rr) {
+    const tile_row lr = tile_row_of(a, warp * 16 + platform::frag_acc_row(2 * rr), kv_head, head_group, q_tile);
+    lane_rows[rr] = {0, nullptr, 0.0f};
+    if (lr.query >= 0) {
+      lane_rows[rr].end = a.causal ? min(kv_end, lr.query + a.n_kv - a.n_q + 1) : kv_end;
+      if (a.mask) {
+        lane_rows[rr].mask = reinterpret_cast<const platform::half*>(
+            a.mask + lr.query * a.mask_nb1 + (lr.head % a.mask_ne2) * a.mask_nb2 + (seq % a.mask_ne3) * a.mask_nb3);
+        lane_rows[rr].slope = platform::exp2_fast(alibi_slope_log2(a.max_bias, lr.head, a.n_head)) * log2e;
+      }
+    }
+    m_lane[rr] = -INFINITY;
+    l_lane[rr] = 0.0f;
+  }
+
   float* const s_w = s_all + warp * 16 * C::lds;
   uint16_t* const p_w = p_all + warp * 16 * C::ldp;
   const uint16_t* const q_w = q16 + warp * 16 * C::ldq;
@@ -405,84 +432,69 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
     platform::sync_threads();
 
     if (j0 < warp_end) {  // warp-uniform: some row of this warp sees a key of this tile
-      // ---- S = Q K^T (16 rows x keys) ------------------------------------------------------------
-      {
-        frag_acc s_acc[C::n_tiles_k];
-        TURBO3_UNROLL
-        for (int n = 0; n < C::n_tiles_k; ++n) platform::frag_zero(s_acc[n]);
+      // ---- S = Q K^T (16 rows x keys) --------------------------------------------------------------
+      frag_acc s_acc[C::n_tiles_k];
+      TURBO3_UNROLL
+      for (int n = 0; n < C::n_tiles_k; ++n) platform::frag_zero(s_acc[n]);
 #pragma unroll 2
-        for (int ks = 0; ks < C::n_tiles_d; ++ks) {
-          frag_a qa;
-          platform::frag_load_a(qa, q_w + ks * 16, C::ldq);
-          TURBO3_UNROLL
-          for (int n = 0; n < C::n_tiles_k; ++n) {
-            frag_b kb;
-            platform::frag_load_b(kb, k16 + n * 16 * C::ldk + ks * 16, C::ldk);
-            platform::frag_mma(s_acc[n], qa, kb);
-          }
+      for (int ks = 0; ks < C::n_tiles_d; ++ks) {
+        frag_a qa;
+        platform::frag_load_a(qa, q_w + ks * 16, C::ldq);
+        TURBO3_UNROLL
+        for (int n = 0; n < C::n_tiles_k; ++n) {
+          frag_b kb;
+          platform::frag_load_b(kb, k16 + n * 16 * C::ldk + ks * 16, C::ldk);
+          platform::frag_mma(s_acc[n], qa, kb);
         }
+      }
+
+      if constexpr (platform::frag_acc_is_a) {
+        // ---- online softmax on the accumulators; P becomes the A operand in registers ------------
+        float mx[R], alpha[R];
+        TURBO3_UNROLL
+        for (int rr = 0; rr < R; ++rr) mx[rr] = -INFINITY;
         TURBO3_UNROLL
         for (int n = 0; n < C::n_tiles_k; ++n)
           TURBO3_UNROLL
-          for (int i = 0; i < frag_acc::elements; ++i)
-            s_w[platform::frag_acc_row(i) * C::lds + n * 16 + platform::frag_acc_col(i)] = s_acc[n].x[i];
-      }
-      platform::sync_warp();
-
-      // ---- online softmax over the tile, whole rows within the warp ------------------------------
-      {
-        // Two passes over the lane's own scores in the warp's scratch (no register array: the
-        // output accumulators keep the registers): first softcap, window, mask and the maximum,
-        // written back; then the probabilities.
-        float* const s_row = s_w + sm_row * C::lds;
-        float mx = -INFINITY;
-        TURBO3_UNROLL
-        for (int k = 0; k < C::kpl; ++k) {
-          const int jj = sm_sub + k * C::lpr, j = j0 + jj;
-          float v = s_row[jj];
-          if (a.softcap_post != 0.0f) v = a.softcap_post * platform::tanh_fast(v);
-          bool visible = j < row_end;
-          if (visible && mask_row) {
-            const float mv = platform::half_to_float(mask_row[j]);
-            if (mv == -INFINITY) visible = false;
-            else v += slope * mv;
+          for (int i = 0; i < frag_acc::elements; ++i) {
+            const int rr = platform::frag_acc_row_slot(i);
+            const int j = j0 + n * 16 + platform::frag_acc_col(i);
+            float v = s_acc[n].x[i];
+            if (a.softcap_post != 0.0f) v = a.softcap_post * platform::tanh_fast(v);
+            bool visible = j < lane_rows[rr].end;
+            if (visible && lane_rows[rr].mask) {
+              const float mv = platform::half_to_float(lane_rows[rr].mask[j]);
+              if (mv == -INFINITY) visible = false;
+              else v += lane_rows[rr].slope * mv;
+            }
+            v = visible ? v : -INFINITY;
+            s_acc[n].x[i] = v;
+            mx[rr] = fmaxf(mx[rr], v);
           }
-          v = visible ? v : -INFINITY;
-          s_row[jj] = v;
-          mx = fmaxf(mx, v);
-        }
-        mx = tile_group_max(mx, C::lpr);
-        const float m_new = fmaxf(m_run, mx);
-        const float alpha = m_new == -INFINITY ? 1.0f : platform::exp2_fast(m_run - m_new);
-        float sum = 0.0f;
         TURBO3_UNROLL
-        for (int k = 0; k < C::kpl; ++k) {
-          const int jj = sm_sub + k * C::lpr;
-          const float v = s_row[jj];
-          const float p = v == -INFINITY ? 0.0f : platform::exp2_fast(v - m_new);
-          p_w[sm_row * C::ldp + jj] = platform::float_to_half_bits(p);
-          sum += p;
+        for (int rr = 0; rr < R; ++rr) {
+          const float m_new = fmaxf(m_lane[rr], platform::frag_row_max(mx[rr]));
+          alpha[rr] = m_new == -INFINITY ? 1.0f : platform::exp2_fast(m_lane[rr] - m_new);
+          m_lane[rr] = m_new;
+          l_lane[rr] *= alpha[rr];
         }
-        sum = tile_group_sum(sum, C::lpr);
-        l_run = l_run * alpha + sum;
-        m_run = m_new;
-        if (sm_sub == 0) row_s[my_row] = alpha;
-      }
-      platform::sync_warp();
-
-      // ---- O = O * alpha + P V -----------------------------------------------------------------
-      {
-        float al[frag_acc::elements];
+        frag_a pa[C::n_tiles_k];
         TURBO3_UNROLL
-        for (int i = 0; i < frag_acc::elements; ++i) al[i] = row_s[warp * 16 + platform::frag_acc_row(i)];
+        for (int n = 0; n < C::n_tiles_k; ++n) {
+          TURBO3_UNROLL
+          for (int i = 0; i < frag_acc::elements; ++i) {
+            const int rr = platform::frag_acc_row_slot(i);
+            const float v = s_acc[n].x[i];
+            const float p = v == -INFINITY ? 0.0f : platform::exp2_fast(v - m_lane[rr]);
+            s_acc[n].x[i] = p;
+            l_lane[rr] += p;  // this lane's share; the lanes of a row add theirs in the epilogue
+          }
+          platform::frag_a_from_acc(pa[n], s_acc[n]);
+        }
         TURBO3_UNROLL
         for (int n = 0; n < C::n_tiles_d; ++n)
           TURBO3_UNROLL
-          for (int i = 0; i < frag_acc::elements; ++i) o_acc[n].x[i] *= al[i];
-        // P fragments loaded once (keys / 16 of them), then every 16-dimension slice of O.
-        frag_a pa[C::n_tiles_k];
-        TURBO3_UNROLL
-        for (int ks = 0; ks < C::n_tiles_k; ++ks) platform::frag_load_a(pa[ks], p_w + ks * 16, C::ldp);
+          for (int i = 0; i < frag_acc::elements; ++i) o_acc[n].x[i] *= alpha[platform::frag_acc_row_slot(i)];
         TURBO3_UNROLL
         for (int n = 0; n < C::n_tiles_d; ++n)
           TURBO3_UNROLL
@@ -491,22 +503,101 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
             platform::frag_load_b(vb, vt16 + n * 16 * C::ldv + ks * 16, C::ldv);
             platform::frag_mma(o_acc[n], pa[ks], vb);
           }
+      } else {
+        TURBO3_UNROLL
+        for (int n = 0; n < C::n_tiles_k; ++n)
+          TURBO3_UNROLL
+          for (int i = 0; i < frag_acc::elements; ++i)
+            s_w[platform::frag_acc_row(i) * C::lds + n * 16 + platform::frag_acc_col(i)] = s_acc[n].x[i];
+        platform::sync_warp();
+
+        // ---- online softmax over the tile, whole rows within the warp ----------------------------
+        {
+          // Two passes over the lane's own scores in the warp's scratch (no register array: the
+          // output accumulators keep the registers): first softcap, window, mask and the maximum,
+          // written back; then the probabilities.
+          float* const s_row = s_w + sm_row * C::lds;
+          float mx = -INFINITY;
+          TURBO3_UNROLL
+          for (int k = 0; k < C::kpl; ++k) {
+            const int jj = sm_sub + k * C::lpr, j = j0 + jj;
+            float v = s_row[jj];
+            if (a.softcap_post != 0.0f) v = a.softcap_post * platform::tanh_fast(v);
+            bool visible = j < row_end;
+            if (visible && mask_row) {
+              const float mv = platform::half_to_float(mask_row[j]);
+              if (mv == -INFINITY) visible = false;
+              else v += slope * mv;
+            }
+            v = visible ? v : -INFINITY;
+            s_row[jj] = v;
+            mx = fmaxf(mx, v);
+          }
+          mx = tile_group_max(mx, C::lpr);
+          const float m_new = fmaxf(m_run, mx);
+          const float alpha = m_new == -INFINITY ? 1.0f : platform::exp2_fast(m_run - m_new);
+          float sum = 0.0f;
+          TURBO3_UNROLL
+          for (int k = 0; k < C::kpl; ++k) {
+            const int jj = sm_sub + k * C::lpr;
+            const float v = s_row[jj];
+            const float p = v == -INFINITY ? 0.0f : platform::exp2_fast(v - m_new);
+            p_w[sm_row * C::ldp + jj] = platform::float_to_half_bits(p);
+            sum += p;
+          }
+          sum = tile_group_sum(sum, C::lpr);
+          l_run = l_run * alpha + sum;
+          m_run = m_new;
+          if (sm_sub == 0) row_s[my_row] = alpha;
+        }
+        platform::sync_warp();
+
+        // ---- O = O * alpha + P V -------------------------------------------------------------------
+        {
+          float al[frag_acc::elements];
+          TURBO3_UNROLL
+          for (int i = 0; i < frag_acc::elements; ++i) al[i] = row_s[warp * 16 + platform::frag_acc_row(i)];
+          TURBO3_UNROLL
+          for (int n = 0; n < C::n_tiles_d; ++n)
+            TURBO3_UNROLL
+            for (int i = 0; i < frag_acc::elements; ++i) o_acc[n].x[i] *= al[i];
+          // P fragments loaded once (keys / 16 of them), then every 16-dimension slice of O.
+          frag_a pa[C::n_tiles_k];
+          TURBO3_UNROLL
+          for (int ks = 0; ks < C::n_tiles_k; ++ks) platform::frag_load_a(pa[ks], p_w + ks * 16, C::ldp);
+          TURBO3_UNROLL
+          for (int n = 0; n < C::n_tiles_d; ++n)
+            TURBO3_UNROLL
+            for (int ks = 0; ks < C::n_tiles_k; ++ks) {
+              frag_b vb;
+              platform::frag_load_b(vb, vt16 + n * 16 * C::ldv + ks * 16, C::ldv);
+              platform::frag_mma(o_acc[n], pa[ks], vb);
+            }
+        }
       }
     }
     platform::sync_threads();  // the K/V tiles and the warps' scratch are rewritten by the next tile
   }
 
   // ---- epilogue: sink, normalization, natural order, un-rotation, store ---------------------------
-  if (sm_sub == 0) {
-    float factor = 0.0f;  // a row that saw no key outputs zeros, sink or not
-    if (m_run != -INFINITY) {
-      const float sink = (a.sinks && srow.query >= 0) ? a.sinks[srow.head] * log2e : -INFINITY;
-      const float m_all = fmaxf(m_run, sink);
-      const float keep = platform::exp2_fast(m_run - m_all);
-      const float denom = l_run * keep + (sink == -INFINITY ? 0.0f : platform::exp2_fast(sink - m_all));
-      factor = keep / denom;
+  // 1 / (sum + sink term), scaled to the common maximum; 0 for a row that saw no key (sink or not).
+  auto row_factor = [&](const tile_row& row, float m, float l) {
+    if (m == -INFINITY) return 0.0f;
+    const float sink = (a.sinks && row.query >= 0) ? a.sinks[row.head] * log2e : -INFINITY;
+    const float m_all = fmaxf(m, sink);
+    const float keep = platform::exp2_fast(m - m_all);
+    const float denom = l * keep + (sink == -INFINITY ? 0.0f : platform::exp2_fast(sink - m_all));
+    return keep / denom;
+  };
+  float lane_factor[R];
+  if constexpr (platform::frag_acc_is_a) {
+    TURBO3_UNROLL
+    for (int rr = 0; rr < R; ++rr) {
+      const tile_row lr = tile_row_of(a, warp * 16 + platform::frag_acc_row(2 * rr), kv_head, head_group, q_tile);
+      lane_factor[rr] = row_factor(lr, m_lane[rr], platform::frag_row_sum(l_lane[rr]));
     }
-    row_s[my_row] = factor;
+  } else {
+    if (sm_sub == 0) row_s[my_row] = row_factor(srow, m_run, l_run);
   }
   platform::sync_threads();  // also: every warp is past its last read of the tiles out_s overlaps
   {
@@ -515,7 +606,8 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
     TURBO3_UNROLL
     for (int i = 0; i < frag_acc::elements; ++i) {
       r[i] = warp * 16 + platform::frag_acc_row(i);
-      f[i] = row_s[r[i]];
+      if constexpr (platform::frag_acc_is_a) f[i] = lane_factor[platform::frag_acc_row_slot(i)];
+      else f[i] = row_s[r[i]];
     }
     TURBO3_UNROLL
     for (int n = 0; n < C::n_tiles_d; ++n)

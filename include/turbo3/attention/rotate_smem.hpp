@@ -29,6 +29,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE float apply_sign(float v, uint32_t bits, int bi
 // forward (R) or inverse (R^T). x and row_stride keep every group 16-byte aligned.
 template <bool Inverse, int GROUPS_PER_ROW>
 TURBO3_DEVICE void rotate_rows_shared(float* x, int n_rows, int row_stride, int tid, int n_threads) {
+  static_assert(GROUPS_PER_ROW >= 1, "rows of whole 128-value groups");
   constexpr int runs = block_values / 16, columns = 16, run_values = 16, column_values = block_values / 16;
   const int n_groups = n_rows * GROUPS_PER_ROW;
   auto group_at = [&](int g) { return x + (g / GROUPS_PER_ROW) * row_stride + (g % GROUPS_PER_ROW) * block_values; };

@@ -273,7 +273,9 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
     q_s[r * C::qs + d] = v * a.q_prescale;
   }
   platform::sync_threads();
-  if (a.rotate_q) rotate_rows_shared<false, D / block_values>(q_s, C::rows, C::qs, tid, C::threads);
+  if constexpr (D % block_values == 0) {  // rotations come with turbo3, whose rows are whole blocks
+    if (a.rotate_q) rotate_rows_shared<false, D / block_values>(q_s, C::rows, C::qs, tid, C::threads);
+  }
 
   // ---- softmax state: thread tid serves row sm_row with sm_sub's share of the keys -------------
   const int sm_row = tid / C::tpr, sm_sub = tid % C::tpr;
@@ -489,7 +491,9 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
     }
   }
   platform::sync_threads();
-  if (a.unrotate_out) rotate_rows_shared<true, D / block_values>(q_s, C::rows, C::qs, tid, C::threads);
+  if constexpr (D % block_values == 0) {
+    if (a.unrotate_out) rotate_rows_shared<true, D / block_values>(q_s, C::rows, C::qs, tid, C::threads);
+  }
   for (int idx = tid; idx < C::rows * D; idx += C::threads) {
     const int r = idx / D, d = idx % D;
     const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);

@@ -8,6 +8,12 @@
 //   frag_mma(c, a, b)                            c += a b
 //   frag_acc::elements, frag_acc_row(i), frag_acc_col(i)
 //                                                element i of this lane's accumulator is D[row][col]
+//   frag_acc_is_a                                true where an accumulator converts lane-locally into
+//                                                the A operand of a multiply whose K is its columns
+//                                                (NVIDIA); then also:
+//     frag_a_from_acc(a, c)                      a = c rounded to f16
+//     frag_acc_rows, frag_acc_row_slot(i)        rows a lane holds; which of them element i is in
+//     frag_row_max(v), frag_row_sum(v)           reduce over the lanes holding the same rows
 //
 // Both operands are read with K contiguous, so a tile of K (or of V transposed) rows and a tile of
 // Q (or P) rows load the same way. p must be 16-byte aligned and ld a multiple of 8 halves.
@@ -106,6 +112,27 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void frag_mma(frag_acc& c, const frag_a& a, con
 TURBO3_DEVICE TURBO3_FORCEINLINE int frag_acc_row(int i) { return lane_id() / 4 + 8 * ((i % 4) / 2); }
 TURBO3_DEVICE TURBO3_FORCEINLINE int frag_acc_col(int i) { return 8 * (i / 4) + 2 * (lane_id() % 4) + i % 2; }
 
+// The accumulator's layout is the A operand's: {D[g][2t..], D[g+8][2t..], D[g][2t+8..], D[g+8][2t+8..]}.
+inline constexpr bool frag_acc_is_a = true;
+inline constexpr int frag_acc_rows = 2;  // rows g and g + 8
+TURBO3_HD constexpr int frag_acc_row_slot(int i) { return (i % 4) / 2; }
+TURBO3_DEVICE TURBO3_FORCEINLINE void frag_a_from_acc(frag_a& a, const frag_acc& c) {
+  TURBO3_UNROLL
+  for (int r = 0; r < 4; ++r) {
+    const __half2 h = __floats2half2_rn(c.x[2 * r], c.x[2 * r + 1]);
+    memcpy(&a.x[r], &h, 4);
+  }
+}
+// The four lanes t = 0..3 of a group g hold the same rows.
+TURBO3_DEVICE TURBO3_FORCEINLINE float frag_row_max(float v) {
+  v = fmaxf(v, shfl_xor(v, 1));
+  return fmaxf(v, shfl_xor(v, 2));
+}
+TURBO3_DEVICE TURBO3_FORCEINLINE float frag_row_sum(float v) {
+  v += shfl_xor(v, 1);
+  return v + shfl_xor(v, 2);
+}
+
 #elif defined(TURBO3_FRAGMENT_WMMA11) || defined(TURBO3_FRAGMENT_WMMA12) || defined(TURBO3_FRAGMENT_MFMA)
 
 #if defined(TURBO3_FRAGMENT_WMMA11)
@@ -166,6 +193,9 @@ TURBO3_DEVICE TURBO3_FORCEINLINE int frag_acc_row(int i) {
 }
 TURBO3_DEVICE TURBO3_FORCEINLINE int frag_acc_col(int) { return lane_id() % 16; }
 
+// A lane's accumulator holds a column, its A operand a row: P goes through shared memory.
+inline constexpr bool frag_acc_is_a = false;
+
 #else  // no back-end for this pass: types for the compiler's front end, trapping functions
 
 struct frag_a { uint32_t x[4]; };
@@ -179,7 +209,18 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void frag_load_b(frag_b& b, const uint16_t*, in
 TURBO3_DEVICE TURBO3_FORCEINLINE void frag_mma(frag_acc&, const frag_a&, const frag_b&) { __builtin_trap(); }
 TURBO3_DEVICE TURBO3_FORCEINLINE int frag_acc_row(int) { return 0; }
 TURBO3_DEVICE TURBO3_FORCEINLINE int frag_acc_col(int) { return 0; }
+inline constexpr bool frag_acc_is_a = false;
 
+#endif
+
+#if !defined(TURBO3_FRAGMENT_NVIDIA)
+// Kernels reach these only under `if constexpr (frag_acc_is_a)`; they exist so that the same
+// source compiles for every back-end.
+inline constexpr int frag_acc_rows = 1;
+TURBO3_HD constexpr int frag_acc_row_slot(int) { return 0; }
+TURBO3_DEVICE TURBO3_FORCEINLINE void frag_a_from_acc(frag_a&, const frag_acc&) { __builtin_trap(); }
+TURBO3_DEVICE TURBO3_FORCEINLINE float frag_row_max(float v) { __builtin_trap(); return v; }
+TURBO3_DEVICE TURBO3_FORCEINLINE float frag_row_sum(float v) { __builtin_trap(); return v; }
 #endif
 
 TURBO3_DEVICE TURBO3_FORCEINLINE void frag_zero(frag_acc& c) {
