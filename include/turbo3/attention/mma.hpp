@@ -54,6 +54,9 @@ struct mma_shape {
   int resident;   // work-groups per multiprocessor the register budget aims for (NVIDIA)
   bool prefetch;  // read the next tile's packed K/V bytes into registers during this tile's math
   int batch;      // without prefetch: K items (and V items) per thread whose loads are issued together
+  bool staged;    // turbo3 K and V: copy the raw bytes of the tiles ahead into shared memory with
+                  // asynchronous copies (two stages), decode from there; needs the score fragments
+                  // in registers (platform::frag_acc_is_a), as the stages use the score scratch
 };
 
 // NVIDIA (not measured yet): D = 128 with 64 rows (about 80 KB of shared memory, two work-groups
@@ -64,17 +67,17 @@ struct mma_shape {
 // register prefetch, loads in rounds of two K and two V items.
 TURBO3_HD constexpr mma_shape mma_table(platform::arch_family f, int d) {
   if (f == platform::arch_family::nvidia)
-    return d == 128 ? mma_shape{4, 64, 2, true, 4} : mma_shape{8, 64, 1, false, 4};
-  return d == 128 ? mma_shape{4, 32, 1, false, 2} : mma_shape{2, 32, 1, false, 1};
+    return d == 128 ? mma_shape{4, 64, 2, true, 4, true} : mma_shape{8, 64, 1, false, 4, true};
+  return d == 128 ? mma_shape{4, 32, 1, false, 2, false} : mma_shape{2, 32, 1, false, 1, false};
 }
 
 TURBO3_HD constexpr int family_wave(platform::arch_family f) { return f == platform::arch_family::cdna3 ? 64 : 32; }
 TURBO3_HD constexpr bool mma_head_dim(int d) { return d == 128 || d == 256; }
 
-template <int D, int WARPS, int KEYS, int WAVE, int RESIDENT, bool PREFETCH, int BATCH>
+template <int D, int WARPS, int KEYS, int WAVE, int RESIDENT, bool PREFETCH, int BATCH, bool STAGED>
 struct mma_config {
   static constexpr int head_dim = D, warps = WARPS, keys = KEYS, wave = WAVE, resident = RESIDENT, batch = BATCH;
-  static constexpr bool prefetch = PREFETCH;
+  static constexpr bool prefetch = PREFETCH, staged = STAGED;
   static constexpr int rows = 16 * WARPS;
   static constexpr int threads = WARPS * WAVE;
   static constexpr int ldq = D + 8, ldk = D + 8;  // halves: Q and K rows
@@ -101,6 +104,14 @@ struct mma_config {
   // reuse everything from offset 0 once the last tile is done. Row factors live past both.
   static constexpr size_t off_row = max2(max2(off_p + p_bytes, q16_bytes + stage_bytes), stage_bytes);
   static constexpr size_t smem_bytes = off_row + size_t{4} * rows;
+  // Staged turbo3 tiles: raw rows (D / 128 blocks of 50 bytes) at a 4-byte pitch with room for a
+  // row that starts 2 bytes into its first word; K then V; two stages, in the score scratch.
+  static constexpr int raw_row_bytes = D / block_values * static_cast<int>(block_bytes);
+  static constexpr int raw_words = (raw_row_bytes + 2 + 3) / 4;
+  static constexpr int raw_pitch = 4 * raw_words;
+  static constexpr int raw_tile_bytes = KEYS * raw_pitch;
+  static constexpr size_t raw_stage_bytes = size_t{2} * raw_tile_bytes;
+  static_assert(!STAGED || 2 * raw_stage_bytes <= s_bytes + p_bytes, "two raw stages fit in the score scratch");
   static_assert(mma_head_dim(D), "MMA covers D = 128 and 256");
   static_assert(KEYS % 16 == 0 && KEYS % (WAVE / 16) == 0, "keys per tile");
   static_assert(WAVE % 16 == 0 && (lpr & (lpr - 1)) == 0, "softmax lanes per row");
@@ -111,7 +122,8 @@ struct mma_config {
 
 template <int D, platform::arch_family F>
 using mma_config_for = mma_config<D, mma_table(F, D).warps, mma_table(F, D).keys, family_wave(F),
-                                  mma_table(F, D).resident, mma_table(F, D).prefetch, mma_table(F, D).batch>;
+                                  mma_table(F, D).resident, mma_table(F, D).prefetch, mma_table(F, D).batch,
+                                  mma_table(F, D).staged>;
 
 template <platform::arch_family F>
 constexpr bool mma_fits_lds() {
@@ -256,9 +268,12 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_tile(const mma_tile_raw<KL, VL, 
 // the loads of a round all issued before any is decoded (so they are in flight together), nothing
 // kept across rounds (which bounds the registers the D = 256 kernels need next to their
 // accumulators).
+// Key j0 + i of the tile is row k_rows + (j0 + i) * k_stride (and likewise V): the cache itself,
+// or the staged copy (j0 = 0, the stage's pitch).
 template <class KL, class VL, class C>
-TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_store_tile(const tile_args& a, const char* k_head, const char* v_head,
-                                                         int j0, int n_valid, uint16_t* k16, uint16_t* vt16, int tid) {
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_store_tile(const tile_args& a, const char* k_rows, int64_t k_stride,
+                                                         const char* v_rows, int64_t v_stride, int j0, int n_valid,
+                                                         uint16_t* k16, uint16_t* vt16, int tid) {
   constexpr int kb = C::batch < C::k_per_thread ? C::batch : C::k_per_thread;
   constexpr int vb = C::batch < C::v_per_thread ? C::batch : C::v_per_thread;
   constexpr int k_rounds = (C::k_per_thread + kb - 1) / kb, v_rounds = (C::v_per_thread + vb - 1) / vb;
@@ -272,7 +287,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_store_tile(const tile_args& a, co
       const int u = round * kb + b, item = tid + C::threads * u;
       const int key = item / C::chunks, c = item % C::chunks;
       const bool ok = u < C::k_per_thread && item < C::k_items && key < n_valid;
-      mma_load_raw<KL>(rk[b], k_head + static_cast<int64_t>(j0 + (ok ? key : 0)) * a.k_nb1, c, ok);
+      mma_load_raw<KL>(rk[b], k_rows + static_cast<int64_t>(j0 + (ok ? key : 0)) * k_stride, c, ok);
     }
     TURBO3_UNROLL
     for (int b = 0; b < vb; ++b) {
@@ -281,8 +296,8 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_store_tile(const tile_args& a, co
       const bool in = u < C::v_per_thread && item < C::v_items;
       const int k0 = 2 * pair;
       const bool ok0 = in && k0 < n_valid, ok1 = in && k0 + 1 < n_valid;
-      mma_load_raw<VL>(rv[b][0], v_head + static_cast<int64_t>(j0 + (ok0 ? k0 : 0)) * a.v_nb1, c, ok0);
-      mma_load_raw<VL>(rv[b][1], v_head + static_cast<int64_t>(j0 + (ok1 ? k0 + 1 : 0)) * a.v_nb1, c, ok1);
+      mma_load_raw<VL>(rv[b][0], v_rows + static_cast<int64_t>(j0 + (ok0 ? k0 : 0)) * v_stride, c, ok0);
+      mma_load_raw<VL>(rv[b][1], v_rows + static_cast<int64_t>(j0 + (ok1 ? k0 + 1 : 0)) * v_stride, c, ok1);
     }
     TURBO3_UNROLL
     for (int b = 0; b < kb; ++b) {
@@ -296,6 +311,30 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_store_tile(const tile_args& a, co
       if (u < C::v_per_thread && item < C::v_items)
         mma_store_v<VL, C::ldv>(rv[b][0], rv[b][1], a.lut, vt16, item / (C::keys / 2), 2 * (item % (C::keys / 2)));
     }
+  }
+}
+
+// Asynchronous copy of the raw K and V rows of keys j0 .. j0 + n_valid - 1 into one stage: row r
+// of K at stage + r * raw_pitch (V after the K tile), starting `shift` (0 or 2) bytes into its
+// first word so both sides of every 4-byte copy are aligned; a row's last half word is copied
+// alone, zero-filled, so nothing past the row is read.
+template <class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_stage_copy(platform::async_destination stage, const char* k_head,
+                                                    const char* v_head, int64_t k_nb1, int64_t v_nb1, int k_shift,
+                                                    int v_shift, int j0, int n_valid, int tid) {
+  constexpr int per_tile = C::keys * C::raw_words;
+  for (int item = tid; item < 2 * per_tile; item += C::threads) {
+    const bool is_v = item >= per_tile;
+    const int rest = is_v ? item - per_tile : item;
+    const int key = rest / C::raw_words, w = rest % C::raw_words;
+    const int shift = is_v ? v_shift : k_shift;
+    const int span = C::raw_row_bytes + shift;  // bytes from the first word's start to the row's end
+    if (key >= n_valid || 4 * w >= span) continue;
+    const char* src = (is_v ? v_head + static_cast<int64_t>(j0 + key) * v_nb1 : k_head + static_cast<int64_t>(j0 + key) * k_nb1) -
+                      shift + 4 * w;
+    const platform::async_destination dst = stage + (is_v ? C::raw_tile_bytes : 0) + key * C::raw_pitch + 4 * w;
+    if (4 * w + 4 <= span) platform::async_copy4(dst, src);
+    else platform::async_copy2_of4(dst, src);
   }
 }
 
@@ -414,22 +453,51 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   for (int n = 0; n < C::n_tiles_d; ++n) platform::frag_zero(o_acc[n]);
 
   const int n_tiles = (kv_end + C::keys - 1) / C::keys;
+  // Staged turbo3 tiles (mma_stage_copy): the raw bytes of tiles t + 1 and t + 2 are in flight
+  // while tile t is decoded and multiplied, so the decode reads shared memory, not the cache.
+  // Needs K and V row strides that keep every row of a head on the same 4-byte alignment.
+  constexpr bool staged = C::staged && KL::type == data_type::turbo3 && VL::type == data_type::turbo3;
+  static_assert(!staged || platform::frag_acc_is_a, "the stages live in the score scratch");
+  const bool use_stages = staged && a.k_nb1 % 4 == 0 && a.v_nb1 % 4 == 0;
+  const int k_shift = static_cast<int>(reinterpret_cast<uintptr_t>(k_head) & 2);
+  const int v_shift = static_cast<int>(reinterpret_cast<uintptr_t>(v_head) & 2);
+  unsigned char* const stages = smem + C::off_s;
+  auto issue_stage = [&](int t) {  // one commit group per tile, empty past the last
+    if (t < n_tiles)
+      mma_stage_copy<C>(platform::async_destination_of(stages + (t % 2) * C::raw_stage_bytes), k_head, v_head,
+                        a.k_nb1, a.v_nb1, k_shift, v_shift, t * C::keys, min(C::keys, kv_end - t * C::keys), tid);
+    platform::async_commit();
+  };
+
   [[maybe_unused]] mma_tile_raw<KL, VL, C> raw;
-  if constexpr (C::prefetch) {
+  if (use_stages) {
+    issue_stage(0);
+    issue_stage(1);
+  } else if constexpr (C::prefetch) {
     if (n_tiles > 0) mma_load_tile<KL, VL, C>(raw, a, k_head, v_head, 0, min(C::keys, kv_end), tid);
   }
 
   for (int t = 0; t < n_tiles; ++t) {
     const int j0 = t * C::keys;
     const int n_valid = min(C::keys, kv_end - j0);
-    if constexpr (C::prefetch) {
-      mma_store_tile<KL, VL, C>(raw, a.lut, k16, vt16, tid);
-      if (t + 1 < n_tiles)
-        mma_load_tile<KL, VL, C>(raw, a, k_head, v_head, j0 + C::keys, min(C::keys, kv_end - j0 - C::keys), tid);
+    if (use_stages) {
+      platform::async_wait<1>();  // this thread's copies of tile t are done (t + 1 may be in flight)
+      platform::sync_threads();   // everyone's; and every warp is done with tile t - 1
+      const char* const st = reinterpret_cast<const char*>(stages + (t % 2) * C::raw_stage_bytes);
+      mma_load_store_tile<KL, VL, C>(a, st + k_shift, C::raw_pitch, st + C::raw_tile_bytes + v_shift, C::raw_pitch, 0,
+                                     n_valid, k16, vt16, tid);
+      platform::sync_threads();  // the tile is decoded and its stage free
+      issue_stage(t + 2);
     } else {
-      mma_load_store_tile<KL, VL, C>(a, k_head, v_head, j0, n_valid, k16, vt16, tid);
+      if constexpr (C::prefetch) {
+        mma_store_tile<KL, VL, C>(raw, a.lut, k16, vt16, tid);
+        if (t + 1 < n_tiles)
+          mma_load_tile<KL, VL, C>(raw, a, k_head, v_head, j0 + C::keys, min(C::keys, kv_end - j0 - C::keys), tid);
+      } else {
+        mma_load_store_tile<KL, VL, C>(a, k_head, a.k_nb1, v_head, a.v_nb1, j0, n_valid, k16, vt16, tid);
+      }
+      platform::sync_threads();
     }
-    platform::sync_threads();
 
     if (j0 < warp_end) {  // warp-uniform: some row of this warp sees a key of this tile
       // ---- S = Q K^T (16 rows x keys) --------------------------------------------------------------
@@ -576,8 +644,11 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
         }
       }
     }
-    platform::sync_threads();  // the K/V tiles and the warps' scratch are rewritten by the next tile
+    // The K/V tiles and the warps' scratch are rewritten by the next tile (staged: after the barrier
+    // that opens it).
+    if (!use_stages) platform::sync_threads();
   }
+  platform::async_wait<0>();  // nothing may land in shared memory the epilogue reuses
 
   // ---- epilogue: sink, normalization, natural order, un-rotation, store ---------------------------
   // 1 / (sum + sink term), scaled to the common maximum; 0 for a row that saw no key (sink or not).

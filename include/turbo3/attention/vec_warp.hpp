@@ -130,11 +130,26 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
   const copy_plan k_copy = make_copy_plan(k_shift), v_copy = make_copy_plan(v_shift);
   const platform::async_destination ring_dst =
       platform::async_destination_of(ring) + copy_row * C::pitch + 4 * copy_word;
-  auto copy_rows = [&](int dst_offset, const char* head, int64_t nb1, const copy_plan& cp, int j0, int n) {
+  // Whether any lane copies a half word: rows whose span is whole words (D = 256 rows that start on
+  // a word) need no tail copies, and a full group no per-row checks; both are warp-uniform, so the
+  // common case issues one copy and one pointer step per row and lane.
+  const bool k_tails = ((C::row_bytes + k_shift) & 3) != 0;
+  const bool v_tails = ((C::row_bytes + v_shift) & 3) != 0;
+  auto copy_rows = [&](int dst_offset, const char* head, int64_t nb1, const copy_plan& cp, bool tails, int j0, int n) {
     if (word_rows) {
       const char* src = head + static_cast<int64_t>(j0 + copy_row) * nb1 - cp.shift + 4 * copy_word;
       const platform::async_destination d = ring_dst + dst_offset;
       const int64_t step = C::rows_per_pass * nb1;
+      if (n == G && !tails) {
+        if (cp.whole) {
+          TURBO3_UNROLL
+          for (int pass = 0; pass < C::passes; ++pass) {
+            platform::async_copy4(d + pass * C::rows_per_pass * C::pitch, src);
+            src += step;
+          }
+        }
+        return;
+      }
       TURBO3_UNROLL
       for (int pass = 0; pass < C::passes; ++pass) {
         const bool row_ok = n == G || copy_row + pass * C::rows_per_pass < n;
@@ -156,8 +171,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
       const int j0 = group_start(i);
       const int n = min(G, range_end - j0);
       const int slot = (i % C::stages) * C::stage_bytes;
-      copy_rows(slot, x.k_head, a.k_nb1, k_copy, j0, n);
-      copy_rows(slot + C::tile_bytes, x.v_head, a.v_nb1, v_copy, j0, n);
+      copy_rows(slot, x.k_head, a.k_nb1, k_copy, k_tails, j0, n);
+      copy_rows(slot + C::tile_bytes, x.v_head, a.v_nb1, v_copy, v_tails, j0, n);
     }
     platform::async_commit();  // one group per step, empty or not, so the wait count stays exact
   };
