@@ -21,15 +21,15 @@ TURBO3_MMA(256, T3, T3) TURBO3_MMA(256, T3, F16) TURBO3_MMA(256, F16, T3) TURBO3
 // The matrix instructions are emitted on every target (WMMA on RDNA3 / RDNA4, MFMA on CDNA3).
 // Only the configuration of the target's own family has a body (the launcher's dispatch references
 // the other families' kernels too; they compile to a trap): wave 32 on RDNA, wave 64 on CDNA3.
-// amd-check: mma_kernel*,?32,?1,?false,?[12]>>@gfx1201 require \bv_wmma_f32_16x16x16_f16\b
-// amd-check: mma_kernel*,?32,?1,?false,?[12]>>@gfx1100 require \bv_wmma_f32_16x16x16_f16\b
-// amd-check: mma_kernel*,?64,?1,?false,?[12]>>@gfx942 require \bv_mfma_f32_16x16x16_?f16\b
+// amd-check: mma_kernel*,?32,?1,?false,?[12],?false>>@gfx1201 require \bv_wmma_f32_16x16x16_f16\b
+// amd-check: mma_kernel*,?32,?1,?false,?[12],?false>>@gfx1100 require \bv_wmma_f32_16x16x16_f16\b
+// amd-check: mma_kernel*,?64,?1,?false,?[12],?false>>@gfx942 require \bv_mfma_f32_16x16x16_?f16\b
 
 // No spills: D = 128 on every target, D = 256 on CDNA3 (512 registers per lane with the AGPRs).
 // RDNA D = 256 (16 rows x 256 f32 accumulators = 128 VGPRs per lane besides everything else) hits
 // the 256-VGPR limit and spills a few registers in some K/V pairs: reported in RESOURCES.md, not
 // asserted yet.
-// amd-check: mma_kernel<128,*,?32,?1,?false,?2>>@gfx1201 max vgpr_spill 0
-// amd-check: mma_kernel<128,*,?32,?1,?false,?2>>@gfx1100 max vgpr_spill 0
-// amd-check: mma_kernel<*,?64,?1,?false,?[12]>>@gfx942 max vgpr_spill 0
+// amd-check: mma_kernel<128,*,?32,?1,?false,?2,?false>>@gfx1201 max vgpr_spill 0
+// amd-check: mma_kernel<128,*,?32,?1,?false,?2,?false>>@gfx1100 max vgpr_spill 0
+// amd-check: mma_kernel<*,?64,?1,?false,?[12],?false>>@gfx942 max vgpr_spill 0
 // amd-check: mma_kernel* max sgpr_spill 0
