@@ -16,8 +16,10 @@ install_missing() {
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
   done
   ((${#missing[@]})) || return 0
-  if ! command -v apt-get >/dev/null || [[ -n ${TURBO3_NO_INSTALL:-} ]]; then
-    log "not installing (${TURBO3_NO_INSTALL:+TURBO3_NO_INSTALL set}${TURBO3_NO_INSTALL:-no apt-get}): ${missing[*]}; building with what is here"
+  if [[ -n ${TURBO3_NO_INSTALL:-} ]] || ! command -v apt-get >/dev/null; then
+    local why="no apt-get"
+    [[ -n ${TURBO3_NO_INSTALL:-} ]] && why="TURBO3_NO_INSTALL is set"
+    log "not installing ($why): ${missing[*]}; building with what is here"
     return 0
   fi
   log "installing: ${missing[*]}"
