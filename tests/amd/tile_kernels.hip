@@ -31,3 +31,6 @@ template __global__ void materialize_kernel<F16>(const char*, int64_t, int64_t, 
 // amd-check: tile_kernel<256,?turbo3::kv::f16_loader,?turbo3::kv::turbo3_loader,*@gfx1201 max vgpr_spill 0
 // amd-check: tile_kernel<256,?turbo3::kv::f16_loader,?turbo3::kv::turbo3_loader,*@gfx1201 max sgpr_spill 0
 // amd-check: materialize_kernel* max scratch 0
+// No TILE kernel spills on any target.
+// amd-check: tile_kernel* max vgpr_spill 0
+// amd-check: tile_kernel* max sgpr_spill 0

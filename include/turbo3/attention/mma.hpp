@@ -585,6 +585,9 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
           // output accumulators keep the registers): first softcap, window, mask and the maximum,
           // written back; then the probabilities.
           float* const s_row = s_w + sm_row * C::lds;
+          // The mask from a per-tile base: the keys' offsets fold into the loads (per-key pointers
+          // hoisted out of the loop would hold 2 registers each across it).
+          const platform::half* const mask_tile = mask_row ? mask_row + j0 + sm_sub : nullptr;
           float mx = -INFINITY;
           TURBO3_UNROLL
           for (int k = 0; k < C::kpl; ++k) {
@@ -592,8 +595,8 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
             float v = s_row[jj];
             if (a.softcap_post != 0.0f) v = a.softcap_post * platform::tanh_fast(v);
             bool visible = j < row_end;
-            if (visible && mask_row) {
-              const float mv = platform::half_to_float(mask_row[j]);
+            if (visible && mask_tile) {
+              const float mv = platform::half_to_float(mask_tile[k * C::lpr]);
               if (mv == -INFINITY) visible = false;
               else v += slope * mv;
             }
@@ -634,13 +637,15 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
           TURBO3_UNROLL
           for (int ks = 0; ks < C::n_tiles_k; ++ks) platform::frag_load_a(pa[ks], p_w + ks * 16, C::ldp);
           TURBO3_UNROLL
-          for (int n = 0; n < C::n_tiles_d; ++n)
+          for (int n = 0; n < C::n_tiles_d; ++n) {
             TURBO3_UNROLL
             for (int ks = 0; ks < C::n_tiles_k; ++ks) {
               frag_b vb;
               platform::frag_load_b(vb, vt16 + n * 16 * C::ldv + ks * 16, C::ldv);
               platform::frag_mma(o_acc[n], pa[ks], vb);
             }
+            platform::schedule_barrier();  // AMD: one slice's loads at a time (else they all hoist and spill)
+          }
         }
       }
     }

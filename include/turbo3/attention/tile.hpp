@@ -46,8 +46,9 @@ struct tile_shape {
 // and 8x8 output micro-tiles, one 256-thread work-group per SM (150 KB shared, registers uncapped)
 // beat 64 x 32 at two work-groups per SM (the 128-register cap spills the f16 kernels) by 12-28%;
 // D = 128 and 64 keep two work-groups per SM. AMD: <= 64 KB LDS per work-group; D = 256 keeps
-// rows at 32 and keys at 16 for that. CDNA3 differs from RDNA only where wave64 needs another lane
-// layout (D = 256).
+// rows at 32 and keys at 16 for that; D = 64 takes 32-key tiles (64-key tiles spilled 10-11 VGPRs
+// on RDNA and 17 SGPRs on CDNA3). CDNA3 differs from RDNA only where wave64 needs another lane
+// layout (D = 256). AMD shapes are compile-checked (tests/amd/RESOURCES.md), not yet timed.
 TURBO3_HD constexpr tile_shape tile_table(platform::arch_family f, int d) {
   if (f == platform::arch_family::nvidia) {
     return d == 64    ? tile_shape{256, 64, 64, 4, 4, 4, 4, 2, false}
@@ -55,7 +56,7 @@ TURBO3_HD constexpr tile_shape tile_table(platform::arch_family f, int d) {
                       : tile_shape{256, 64, 64, 4, 4, 8, 8, 1, true};
   }
   if (f == platform::arch_family::cdna3 && d == 256) return tile_shape{128, 32, 16, 2, 2, 4, 16, 1, true};
-  return d == 64    ? tile_shape{128, 64, 64, 8, 4, 8, 4, 1, false}
+  return d == 64    ? tile_shape{128, 64, 32, 4, 4, 8, 4, 1, false}
          : d == 128 ? tile_shape{128, 64, 32, 4, 4, 8, 8, 1, false}
                     : tile_shape{128, 32, 16, 2, 2, 8, 8, 1, true};
 }

@@ -119,6 +119,16 @@ TURBO3_DEVICE TURBO3_FORCEINLINE uint16_t float_to_half_bits(float f) {
 #endif
 }
 
+// ---- scheduling ------------------------------------------------------------------------------------
+// Keeps the compiler from moving instructions across this point. AMD: in a fully unrolled loop of
+// shared-memory loads and matrix multiplies the scheduler otherwise hoists every load ahead of the
+// multiplies, past the 256-register budget (spills); NVIDIA: nothing (ptxas schedules well here).
+TURBO3_DEVICE TURBO3_FORCEINLINE void schedule_barrier() {
+#if !defined(TURBO3_PLATFORM_CUDA)
+  __builtin_amdgcn_sched_barrier(0);
+#endif
+}
+
 // ---- float bits ----------------------------------------------------------------------------------
 TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t float_to_bits(float f) {
 #if defined(TURBO3_PLATFORM_CUDA)
