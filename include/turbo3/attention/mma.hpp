@@ -14,16 +14,21 @@
 //      transposed as [D][keys + 8] (decode_pairs: the pairs run along keys). turbo3 values carry
 //      their block norm, multiplied in f16 (one packed multiply per pair; the same single rounding
 //      as a dequantized f16 copy would have). No f16 copy of the cache exists anywhere.
-//   3. S (16 rows x keys per warp) = Q K^T on fragments; the warp writes it to its own float32
-//      scratch, and its lanes run the online softmax (base 2, float32) over whole rows: softcap,
-//      causal window, mask with ALiBi slope, as TILE. P goes to f16 scratch of the warp.
+//   3. S (16 rows x keys per warp) = Q K^T on fragments, then the online softmax (base 2,
+//      float32): softcap, causal window, mask with ALiBi slope, as TILE. Where the accumulator
+//      layout is the A operand's (NVIDIA) it runs on the score fragments in registers and P goes
+//      straight into P V; elsewhere the warp writes S to its own float32 scratch, its lanes run the
+//      softmax over whole rows and P goes through f16 scratch.
 //   4. O (16 rows x D per warp, in registers) is rescaled and O += P V on fragments.
+// NVIDIA turbo3 K and V: the raw rows of the next two tiles are copied with cp.async into the
+// (then unused) score scratch while the current tile is decoded from there and multiplied.
 // Causal: key tiles past the work-group's last query are never loaded; a warp whose rows see none
 // of a tile's keys skips its multiplies. The epilogue adds sinks, normalizes, writes the rows in
 // natural dimension order to shared memory, un-rotates (V turbo3 and the library un-rotates) and
 // stores. Tile shapes come from a per-architecture-family table.
 //
-// Status: written against the NVIDIA back-end; not yet run on a GPU (see tests/gpu/test_mma.cu).
+// Status: measured on an H200 (tests/gpu/test_mma.cu, bench/RESULTS.md); AMD back-ends compile
+// without spills (tests/amd/RESOURCES.md) but have not run on AMD hardware.
 #pragma once
 
 #include <cstddef>
@@ -59,12 +64,14 @@ struct mma_shape {
                   // in registers (platform::frag_acc_is_a), as the stages use the score scratch
 };
 
-// NVIDIA (not measured yet): D = 128 with 64 rows (about 80 KB of shared memory, two work-groups
-// per SM), the next tile's bytes read into registers during the math; D = 256 with 128 rows
-// (about 200 KB, one per SM) so each unpacked K/V tile feeds twice the rows, without register
-// prefetch (with it, ptxas spills next to the 128 accumulator registers) but with all of a tile's
-// loads issued together. AMD: <= 64 KB LDS per work-group, so fewer rows and 32-key tiles, no
-// register prefetch, loads in rounds of two K and two V items.
+// NVIDIA: D = 128 with 64 rows (about 80 KB of shared memory, two work-groups per SM), the next
+// tile's bytes read into registers during the math where not staged; D = 256 with 128 rows (about
+// 200 KB, one per SM) so each unpacked K/V tile feeds twice the rows, without register prefetch
+// (with it, ptxas spills next to the 128 accumulator registers) but with all of a tile's loads
+// issued together; turbo3 staged (measured on an H200 at D = 256: neither faster nor slower than
+// the register path, so the global loads are not what bounds a tile). AMD: <= 64 KB LDS per
+// work-group, so fewer rows and 32-key tiles, no register prefetch, loads in rounds of two K and
+// two V items.
 TURBO3_HD constexpr mma_shape mma_table(platform::arch_family f, int d) {
   if (f == platform::arch_family::nvidia)
     return d == 128 ? mma_shape{4, 64, 2, true, 4, true} : mma_shape{8, 64, 1, false, 4, true};
