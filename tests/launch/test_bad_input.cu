@@ -144,3 +144,41 @@ TEST_CASE("flash_attention: each invalid field returns its status, launches noth
     CHECK(hp.still_poisoned());
   }
 }
+
+// The automatic route is decided on the host from the shapes and the device's family (under nvcc
+// the family is NVIDIA without a runtime call), so it is checked here without a GPU; the GPU tests
+// check that each route computes the right thing.
+TEST_CASE("routing: n_q <= 2 to VEC; prefill to MMA where the family runs it by default, else TILE, else VEC", "[routing]") {
+  host_problem hp;
+  const kernel_choice prefill_default =
+      detail::mma_by_default(platform::current_device_family()) ? kernel_choice::mma : kernel_choice::tile;
+  auto with_queries = [](attention_params p, int n_q) {
+    p.q.ne[1] = p.out.ne[1] = n_q;
+    return p;
+  };
+  auto with_head_dim = [&](attention_params p, data_type kv, int d) {
+    p.k.type = p.v.type = kv;
+    p.q.ne[0] = p.k.ne[0] = p.v.ne[0] = p.out.ne[0] = d;
+    p.k.nb[1] = p.v.nb[1] = row_bytes(kv, d);
+    p.k.nb[2] = p.v.nb[2] = p.k.nb[1] * hp.n_kv;
+    p.k.nb[3] = p.v.nb[3] = p.k.nb[2] * hp.HKV;
+    return p;
+  };
+  const attention_params decode = hp.params();  // turbo3, D = 128, one query
+  CHECK(detail::route(decode, {}) == kernel_choice::vec);
+  CHECK(detail::route(with_queries(decode, 2), {}) == kernel_choice::vec);
+  CHECK(detail::route(with_queries(decode, 3), {}) == prefill_default);
+  CHECK(detail::route(with_queries(with_head_dim(decode, data_type::turbo3, 256), 40), {}) == prefill_default);
+  CHECK(detail::route(with_queries(with_head_dim(decode, data_type::f16, 128), 40), {}) == prefill_default);
+  // f16 D = 64: MMA does not cover it, TILE does
+  CHECK(detail::route(with_queries(with_head_dim(decode, data_type::f16, 64), 40), {}) == kernel_choice::tile);
+  // D = 512: no prefill kernel has it, VEC serves any n_q
+  CHECK(detail::route(with_queries(with_head_dim(decode, data_type::turbo3, 512), 40), {}) == kernel_choice::vec);
+  // a forced kernel is taken as given
+  for (kernel_choice k : {kernel_choice::vec, kernel_choice::tile, kernel_choice::materialize, kernel_choice::mma}) {
+    launch_options opt;
+    opt.kernel = k;
+    CHECK(detail::route(decode, opt) == k);
+    CHECK(detail::route(with_queries(decode, 40), opt) == k);
+  }
+}
