@@ -66,6 +66,16 @@ void expect_rejected(host_problem& hp, const attention_params& p, status want) {
   CHECK(workspace_bytes(p) == 0);
 }
 
+// p with K and V of type kv at head dim d (Q and out follow), rows packed as in host_problem.
+attention_params with_head_dim(attention_params p, data_type kv, int d) {
+  p.k.type = p.v.type = kv;
+  p.q.ne[0] = p.k.ne[0] = p.v.ne[0] = p.out.ne[0] = d;
+  p.k.nb[1] = p.v.nb[1] = row_bytes(kv, d);
+  p.k.nb[2] = p.v.nb[2] = p.k.nb[1] * host_problem::n_kv;
+  p.k.nb[3] = p.v.nb[3] = p.k.nb[2] * host_problem::HKV;
+  return p;
+}
+
 }  // namespace
 
 TEST_CASE("flash_attention: each invalid field returns its status, launches nothing, output untouched", "[bad_input]") {
@@ -87,15 +97,8 @@ TEST_CASE("flash_attention: each invalid field returns its status, launches noth
     p.q.ne[0] = p.k.ne[0] = p.v.ne[0] = p.out.ne[0] = 64;
     expect_rejected(hp, p, status::unsupported);
   }
-  {  // a head dim no kernel covers (f16, 96)
-    auto p = good;
-    p.k.type = p.v.type = data_type::f16;
-    p.q.ne[0] = p.k.ne[0] = p.v.ne[0] = p.out.ne[0] = 96;
-    p.k.nb[1] = p.v.nb[1] = 96 * 2;
-    p.k.nb[2] = p.v.nb[2] = p.k.nb[1] * hp.n_kv;
-    p.k.nb[3] = p.v.nb[3] = p.k.nb[2] * hp.HKV;
-    expect_rejected(hp, p, status::unsupported);
-  }
+  // a head dim no kernel covers (f16, 96)
+  expect_rejected(hp, with_head_dim(good, data_type::f16, 96), status::unsupported);
   { auto p = good; p.k.nb[1] = 10; expect_rejected(hp, p, status::invalid_argument); }   // rows overlap
   { auto p = good; p.v.ne[1] = hp.n_kv - 1; expect_rejected(hp, p, status::invalid_argument); }  // K/V disagree
   { auto p = good; p.out.ne[0] = 64; expect_rejected(hp, p, status::invalid_argument); }
@@ -111,12 +114,7 @@ TEST_CASE("flash_attention: each invalid field returns its status, launches noth
   { auto p = good; p.max_bias = -1.0f; expect_rejected(hp, p, status::invalid_argument); }
   // forcing a prefill route on a head dim it does not take (f16, 96): unsupported, nothing touched
   for (kernel_choice k : {kernel_choice::tile, kernel_choice::materialize, kernel_choice::mma}) {
-    auto p = good;
-    p.k.type = p.v.type = data_type::f16;
-    p.q.ne[0] = p.k.ne[0] = p.v.ne[0] = p.out.ne[0] = 96;
-    p.k.nb[1] = p.v.nb[1] = 96 * 2;
-    p.k.nb[2] = p.v.nb[2] = p.k.nb[1] * hp.n_kv;
-    p.k.nb[3] = p.v.nb[3] = p.k.nb[2] * hp.HKV;
+    const attention_params p = with_head_dim(good, data_type::f16, 96);
     hp.poison();
     tripwire_allocator alloc;
     launch_options opt;
@@ -128,12 +126,7 @@ TEST_CASE("flash_attention: each invalid field returns its status, launches noth
   }
   // MMA covers D = 128 and 256 only: f16 D = 64 (a TILE head dim) is unsupported for it
   {
-    auto p = good;
-    p.k.type = p.v.type = data_type::f16;
-    p.q.ne[0] = p.k.ne[0] = p.v.ne[0] = p.out.ne[0] = 64;
-    p.k.nb[1] = p.v.nb[1] = 64 * 2;
-    p.k.nb[2] = p.v.nb[2] = p.k.nb[1] * hp.n_kv;
-    p.k.nb[3] = p.v.nb[3] = p.k.nb[2] * hp.HKV;
+    const attention_params p = with_head_dim(good, data_type::f16, 64);
     hp.poison();
     tripwire_allocator alloc;
     launch_options opt;
@@ -154,14 +147,6 @@ TEST_CASE("routing: n_q <= 2 to VEC; prefill to MMA where the family runs it by 
       detail::mma_by_default(platform::current_device_family()) ? kernel_choice::mma : kernel_choice::tile;
   auto with_queries = [](attention_params p, int n_q) {
     p.q.ne[1] = p.out.ne[1] = n_q;
-    return p;
-  };
-  auto with_head_dim = [&](attention_params p, data_type kv, int d) {
-    p.k.type = p.v.type = kv;
-    p.q.ne[0] = p.k.ne[0] = p.v.ne[0] = p.out.ne[0] = d;
-    p.k.nb[1] = p.v.nb[1] = row_bytes(kv, d);
-    p.k.nb[2] = p.v.nb[2] = p.k.nb[1] * hp.n_kv;
-    p.k.nb[3] = p.v.nb[3] = p.k.nb[2] * hp.HKV;
     return p;
   };
   const attention_params decode = hp.params();  // turbo3, D = 128, one query
