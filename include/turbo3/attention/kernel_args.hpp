@@ -17,6 +17,8 @@ struct attention_views {
   const char* q;
   const char* k;
   const char* v;
+  const char* k_end;    // one past the last byte of the K view (its highest row's end)
+  const char* v_end;
   const char* mask;     // nullptr: no mask
   const float* sinks;   // nullptr: no sinks
   char* out;
@@ -41,6 +43,13 @@ struct attention_views {
   turbo3_lut lut;
 };
 
+// One past the last byte of a view: its highest-addressed row's end (strides are positive).
+inline const char* view_end(const tensor_view& t) {
+  int64_t last = 0;
+  for (int i = 1; i < 4; ++i) last += (t.ne[i] - 1) * static_cast<int64_t>(t.nb[i]);
+  return static_cast<const char*>(t.data) + last + static_cast<int64_t>(row_bytes(t.type, t.ne[0]));
+}
+
 // k_was / v_was: the storage types of K and V as the caller gave them (the materialize path runs
 // the f16 kernels on dequantized copies, and the rotations follow the original types).
 inline attention_views make_views(const attention_params& p, data_type k_was, data_type v_was) {
@@ -48,6 +57,8 @@ inline attention_views make_views(const attention_params& p, data_type k_was, da
   a.q = static_cast<const char*>(p.q.data);
   a.k = static_cast<const char*>(p.k.data);
   a.v = static_cast<const char*>(p.v.data);
+  a.k_end = view_end(p.k);
+  a.v_end = view_end(p.v);
   a.mask = static_cast<const char*>(p.mask.data);
   a.sinks = p.sinks;
   a.out = static_cast<char*>(p.out.data);

@@ -87,8 +87,8 @@ int resident_blocks(Kernel kernel, int threads, int fallback) {
 
 inline int vec_warp_resident_blocks(int head_dim) {
   if constexpr (platform::has_mma_m16n8k16) {
-    static const int d128 = resident_blocks(vec_warp_kernel<128>, vec_threads, vec_warp_min_blocks);
-    static const int d256 = resident_blocks(vec_warp_kernel<256>, vec_threads, vec_warp_min_blocks);
+    static const int d128 = resident_blocks(vec_warp_kernel<128, false>, vec_threads, vec_warp_min_blocks);
+    static const int d256 = resident_blocks(vec_warp_kernel<256, false>, vec_threads, vec_warp_min_blocks);
     return head_dim == 128 ? d128 : d256;
   }
   return vec_warp_min_blocks;
@@ -218,7 +218,8 @@ void launch_vec_types(const attention_args& a, const vec_plan& plan, data_type k
       const dim3 grid(static_cast<unsigned>(plan.n_splits), static_cast<unsigned>(a.n_head_kv * plan.head_splits),
                       static_cast<unsigned>(a.n_seq * plan.q_tiles));
       const bool word_rows = a.k_nb1 % 4 == 0 && a.v_nb1 % 4 == 0;
-      vec_warp_kernel<D><<<grid, vec_threads, 0, stream>>>(a, plan.head_splits, word_rows);
+      if (a.mask) vec_warp_kernel<D, true><<<grid, vec_threads, 0, stream>>>(a, plan.head_splits, word_rows);
+      else vec_warp_kernel<D, false><<<grid, vec_threads, 0, stream>>>(a, plan.head_splits, word_rows);
       return;
     }
   }

@@ -20,8 +20,12 @@
 //      straight into P V; elsewhere the warp writes S to its own float32 scratch, its lanes run the
 //      softmax over whole rows and P goes through f16 scratch.
 //   4. O (16 rows x D per warp, in registers) is rescaled and O += P V on fragments.
-// NVIDIA turbo3 K and V: the raw rows of the next two tiles are copied with cp.async into the
-// (then unused) score scratch while the current tile is decoded from there and multiplied.
+// NVIDIA turbo3 K and V: the raw rows of the next two tiles are copied with 16-byte cp.async into
+// the (then unused) score scratch while the current tile is decoded from there and multiplied.
+// Q is loaded and stored a row per warp (the row's place worked out once, not per element), the
+// slot order is a closed form per loader, and the softmax is one of three branch-free variants
+// (window; softcap; mask) picked once per tile: measured on an H200, those cut a third of the
+// f16 kernel's time and a sixth of the turbo3 kernel's (bench/RESULTS.md).
 // Causal: key tiles past the work-group's last query are never loaded; a warp whose rows see none
 // of a tile's keys skips its multiplies. The epilogue adds sinks, normalizes, writes the rows in
 // natural dimension order to shared memory, un-rotates (V turbo3 and the library un-rotates) and
@@ -33,6 +37,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "turbo3/attention/kernel_args.hpp"
 #include "turbo3/attention/params.hpp"
@@ -68,8 +73,7 @@ struct mma_shape {
 // tile's bytes read into registers during the math where not staged; D = 256 with 128 rows (about
 // 200 KB, one per SM) so each unpacked K/V tile feeds twice the rows, without register prefetch
 // (with it, ptxas spills next to the 128 accumulator registers) but with all of a tile's loads
-// issued together; turbo3 staged (measured on an H200 at D = 256: neither faster nor slower than
-// the register path, so the global loads are not what bounds a tile). AMD: <= 64 KB LDS per
+// issued together; turbo3 staged (the decode then reads shared memory, not the cache). AMD: <= 64 KB LDS per
 // work-group, so fewer rows and 32-key tiles, no register prefetch, loads in rounds of two K and
 // two V items.
 TURBO3_HD constexpr mma_shape mma_table(platform::arch_family f, int d) {
@@ -105,20 +109,23 @@ struct mma_config {
   static constexpr size_t s_bytes = size_t{4} * WARPS * 16 * lds;
   static constexpr size_t p_bytes = size_t{2} * WARPS * 16 * ldp;
   static constexpr size_t stage_bytes = size_t{4} * rows * ldo;
+  // Staged turbo3 tiles: raw rows (D / 128 blocks of 50 bytes) copied in 16-byte segments from the
+  // aligned segment that holds a row's first byte, so a row sits 0-14 bytes into its slot; K then
+  // V; two stages, in the score scratch (enlarged where they need more).
+  static constexpr int raw_row_bytes = D / block_values * static_cast<int>(block_bytes);
+  static constexpr int raw_segments = (raw_row_bytes + 14 + 15) / 16;
+  static constexpr int raw_pitch = 16 * raw_segments;
+  static constexpr int raw_tile_bytes = KEYS * raw_pitch;
+  static constexpr size_t raw_stage_bytes = size_t{2} * raw_tile_bytes;
+  static constexpr int raw_row_lanes = raw_segments <= 4 ? 4 : raw_segments <= 8 ? 8 : 16;  // a lane per segment
+  static_assert(raw_segments <= 16 && WAVE % raw_row_lanes == 0, "several rows per warp");
   static constexpr size_t off_k = q16_bytes, off_v = off_k + k_bytes, off_s = off_v + v_bytes, off_p = off_s + s_bytes;
   static constexpr size_t max2(size_t a, size_t b) { return a > b ? a : b; }
   // The Q staging area follows the f16 Q tile (both live while Q is converted); the output rows
   // reuse everything from offset 0 once the last tile is done. Row factors live past both.
-  static constexpr size_t off_row = max2(max2(off_p + p_bytes, q16_bytes + stage_bytes), stage_bytes);
+  static constexpr size_t scratch_bytes = max2(s_bytes + p_bytes, STAGED ? 2 * raw_stage_bytes : 0);
+  static constexpr size_t off_row = max2(max2(off_s + scratch_bytes, q16_bytes + stage_bytes), stage_bytes);
   static constexpr size_t smem_bytes = off_row + size_t{4} * rows;
-  // Staged turbo3 tiles: raw rows (D / 128 blocks of 50 bytes) at a 4-byte pitch with room for a
-  // row that starts 2 bytes into its first word; K then V; two stages, in the score scratch.
-  static constexpr int raw_row_bytes = D / block_values * static_cast<int>(block_bytes);
-  static constexpr int raw_words = (raw_row_bytes + 2 + 3) / 4;
-  static constexpr int raw_pitch = 4 * raw_words;
-  static constexpr int raw_tile_bytes = KEYS * raw_pitch;
-  static constexpr size_t raw_stage_bytes = size_t{2} * raw_tile_bytes;
-  static_assert(!STAGED || 2 * raw_stage_bytes <= s_bytes + p_bytes, "two raw stages fit in the score scratch");
   static_assert(mma_head_dim(D), "MMA covers D = 128 and 256");
   static_assert(KEYS % 16 == 0 && KEYS % (WAVE / 16) == 0, "keys per tile");
   static_assert(WAVE % 16 == 0 && (lpr & (lpr - 1)) == 0, "softmax lanes per row");
@@ -145,16 +152,6 @@ static_assert(mma_config_for<256, platform::arch_family::nvidia>::smem_bytes <= 
 
 // ---- device helpers ------------------------------------------------------------------------------
 
-// Value index (0..15 within a chunk) that a loader decodes into slot s.
-template <class L>
-TURBO3_DEVICE TURBO3_FORCEINLINE int mma_value_of_slot(int s) {
-  int v = 0;
-  TURBO3_UNROLL
-  for (int e = 0; e < kv::chunk_values; ++e)
-    if (L::slot(e) == s) v = e;
-  return v;
-}
-
 // The packed bytes of one 16-value chunk as loaded (turbo3: 16-bit words kept apart until the
 // decode, so the loads stay in flight; zero for keys past the tile, which decode to zeros).
 template <class L, bool T3 = L::type == data_type::turbo3>
@@ -166,19 +163,20 @@ struct mma_raw<L, true> {
   uint32_t qs_lo, qs_hi, signs, norm;
 };
 
+// `row` is a valid row even where !ok (the tile's first key): the loads are unconditional (no
+// branch per item, whose regions would each recompute the shared-memory window of a staged row),
+// and a turbo3 item past the tile gets norm 0, so it decodes to zeros.
 template <class L>
 TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_raw(mma_raw<L>& r, const char* row, int c, bool ok) {
   if constexpr (L::type == data_type::turbo3) {
-    r.qs_lo = r.qs_hi = r.signs = r.norm = 0u;
-    if (ok) {
-      // Block layout (turbo3-format.md §1): norm at half-word 0, qs at 1..16, signs at 17..24.
-      const uint16_t* b = reinterpret_cast<const uint16_t*>(row + (c >> 3) * block_bytes);
-      const int q = c & 7;
-      r.qs_lo = b[1 + 2 * q];
-      r.qs_hi = b[2 + 2 * q];
-      r.signs = b[17 + q];
-      r.norm = b[0];
-    }
+    // Block layout (turbo3-format.md §1): norm at half-word 0, qs at 1..16, signs at 17..24.
+    const uint16_t* b = reinterpret_cast<const uint16_t*>(row + (c >> 3) * block_bytes);
+    const int q = c & 7;
+    r.qs_lo = b[1 + 2 * q];
+    r.qs_hi = b[2 + 2 * q];
+    r.signs = b[17 + q];
+    const uint32_t norm = b[0];
+    r.norm = ok ? norm : 0u;
   } else {
     r.c = ok ? L::load_raw(row, c) : typename L::raw_chunk{};
   }
@@ -275,11 +273,9 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_tile(const mma_tile_raw<KL, VL, 
 // the loads of a round all issued before any is decoded (so they are in flight together), nothing
 // kept across rounds (which bounds the registers the D = 256 kernels need next to their
 // accumulators).
-// Key j0 + i of the tile is row k_rows + (j0 + i) * k_stride (and likewise V): the cache itself,
-// or the staged copy (j0 = 0, the stage's pitch).
-template <class KL, class VL, class C>
-TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_store_tile(const tile_args& a, const char* k_rows, int64_t k_stride,
-                                                         const char* v_rows, int64_t v_stride, int j0, int n_valid,
+// k_row(i) / v_row(i): where key i of the tile starts (the cache itself, or the staged copy).
+template <class KL, class VL, class C, class KRow, class VRow>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_store_tile(const tile_args& a, KRow k_row, VRow v_row, int n_valid,
                                                          uint16_t* k16, uint16_t* vt16, int tid) {
   constexpr int kb = C::batch < C::k_per_thread ? C::batch : C::k_per_thread;
   constexpr int vb = C::batch < C::v_per_thread ? C::batch : C::v_per_thread;
@@ -294,7 +290,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_store_tile(const tile_args& a, co
       const int u = round * kb + b, item = tid + C::threads * u;
       const int key = item / C::chunks, c = item % C::chunks;
       const bool ok = u < C::k_per_thread && item < C::k_items && key < n_valid;
-      mma_load_raw<KL>(rk[b], k_rows + static_cast<int64_t>(j0 + (ok ? key : 0)) * k_stride, c, ok);
+      mma_load_raw<KL>(rk[b], k_row(ok ? key : 0), c, ok);
     }
     TURBO3_UNROLL
     for (int b = 0; b < vb; ++b) {
@@ -303,8 +299,8 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_store_tile(const tile_args& a, co
       const bool in = u < C::v_per_thread && item < C::v_items;
       const int k0 = 2 * pair;
       const bool ok0 = in && k0 < n_valid, ok1 = in && k0 + 1 < n_valid;
-      mma_load_raw<VL>(rv[b][0], v_rows + static_cast<int64_t>(j0 + (ok0 ? k0 : 0)) * v_stride, c, ok0);
-      mma_load_raw<VL>(rv[b][1], v_rows + static_cast<int64_t>(j0 + (ok1 ? k0 + 1 : 0)) * v_stride, c, ok1);
+      mma_load_raw<VL>(rv[b][0], v_row(ok0 ? k0 : 0), c, ok0);
+      mma_load_raw<VL>(rv[b][1], v_row(ok1 ? k0 + 1 : 0), c, ok1);
     }
     TURBO3_UNROLL
     for (int b = 0; b < kb; ++b) {
@@ -321,27 +317,35 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_store_tile(const tile_args& a, co
   }
 }
 
-// Asynchronous copy of the raw K and V rows of keys j0 .. j0 + n_valid - 1 into one stage: row r
-// of K at stage + r * raw_pitch (V after the K tile), starting `shift` (0 or 2) bytes into its
-// first word so both sides of every 4-byte copy are aligned; a row's last half word is copied
-// alone, zero-filled, so nothing past the row is read.
+// Asynchronous copy of the raw K and V rows of keys j0 .. j0 + n_valid - 1 into one stage: row r of
+// K at stage + r * raw_pitch + (its address & 15) (V after the K tile), in 16-byte segments from the
+// aligned segment holding its first byte. The bytes before a row share its aligned segment, so they
+// lie in the same allocation (device allocations are at least 16-byte aligned); nothing past the
+// view's end is read. A lane per segment, several rows per warp.
 template <class C>
-TURBO3_DEVICE TURBO3_FORCEINLINE void mma_stage_copy(platform::async_destination stage, const char* k_head,
-                                                    const char* v_head, int64_t k_nb1, int64_t v_nb1, int k_shift,
-                                                    int v_shift, int j0, int n_valid, int tid) {
-  constexpr int per_tile = C::keys * C::raw_words;
-  for (int item = tid; item < 2 * per_tile; item += C::threads) {
-    const bool is_v = item >= per_tile;
-    const int rest = is_v ? item - per_tile : item;
-    const int key = rest / C::raw_words, w = rest % C::raw_words;
-    const int shift = is_v ? v_shift : k_shift;
-    const int span = C::raw_row_bytes + shift;  // bytes from the first word's start to the row's end
-    if (key >= n_valid || 4 * w >= span) continue;
-    const char* src = (is_v ? v_head + static_cast<int64_t>(j0 + key) * v_nb1 : k_head + static_cast<int64_t>(j0 + key) * k_nb1) -
-                      shift + 4 * w;
-    const platform::async_destination dst = stage + (is_v ? C::raw_tile_bytes : 0) + key * C::raw_pitch + 4 * w;
-    if (4 * w + 4 <= span) platform::async_copy4(dst, src);
-    else platform::async_copy2_of4(dst, src);
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_stage_copy(platform::async_destination stage, const tile_args& a,
+                                                    const char* k_head, const char* v_head, int j0, int n_valid,
+                                                    int tid) {
+  constexpr int per_pass = C::threads / C::raw_row_lanes;  // rows in flight per pass
+  static_assert(!C::staged || C::keys % per_pass == 0, "K rows and V rows never share a pass");
+  const int seg = tid % C::raw_row_lanes, slot = tid / C::raw_row_lanes;
+  TURBO3_UNROLL
+  for (int pass = 0; pass < 2 * C::keys / per_pass; ++pass) {
+    const int row = slot + pass * per_pass;
+    const bool is_v = pass >= C::keys / per_pass;
+    const int key = is_v ? row - C::keys : row;
+    if (key >= n_valid) continue;
+    const char* src = is_v ? v_head + static_cast<int64_t>(j0 + key) * a.v_nb1 : k_head + static_cast<int64_t>(j0 + key) * a.k_nb1;
+    const int shift = static_cast<int>(reinterpret_cast<uintptr_t>(src) & 15);
+    const int left = C::raw_row_bytes + shift - 16 * seg;  // bytes of the row from this segment on
+    const char* from = src - shift + 16 * seg;
+    const platform::async_destination to = stage + (is_v ? C::raw_tile_bytes : 0) + key * C::raw_pitch + 16 * seg;
+    if (seg < C::raw_segments && left > 0) {
+      // A whole segment past the row's end reads the next row's bytes; only near the view's end
+      // is the last segment cut at the row's end.
+      if (from + 16 <= (is_v ? a.v_end : a.k_end)) platform::async_copy16(to, from);
+      else platform::async_copy_head_of16(to, from, left);
+    }
   }
 }
 
@@ -384,24 +388,29 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   const char* const v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
 
   // ---- Q: prescaled, rotated when asked, to f16 in K's slot order --------------------------------
-  for (int idx = tid; idx < C::rows * D; idx += C::threads) {
-    const int r = idx / D, d = idx % D;
-    const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);
-    float v = 0.0f;
-    if (row.query >= 0) {
-      const char* src = a.q + row.query * a.q_nb1 + row.head * a.q_nb2 + seq * a.q_nb3;
-      v = a.q_f16 ? platform::half_to_float(reinterpret_cast<const platform::half*>(src)[d])
-                  : reinterpret_cast<const float*>(src)[d];
-    }
-    q_stage[r * C::ldo + d] = v * a.q_prescale;
-  }
+  tile_load_q<D, C::rows, C::threads>(a, q_stage, C::ldo, kv_head, head_group, q_tile, seq, tid);
   platform::sync_threads();
   if (a.rotate_q) rotate_rows_shared<false, D / block_values>(q_stage, C::rows, C::ldo, tid, C::threads);
-  for (int idx = tid; idx < C::rows * D / 2; idx += C::threads) {
-    const int r = idx / (D / 2), p = 2 * (idx % (D / 2));
-    const float* src = q_stage + r * C::ldo + (p & ~15);
-    const float lo = src[mma_value_of_slot<KL>(p & 15)], hi = src[mma_value_of_slot<KL>((p & 15) + 1)];
-    *reinterpret_cast<uint32_t*>(q16 + r * C::ldq + p) = platform::pack_half2(lo, hi);
+  // One 16-value chunk per item: four float4 reads, two 16-byte writes of f16 pairs in slot order.
+  for (int item = tid; item < C::rows * C::chunks; item += C::threads) {
+    const int r = item / C::chunks, c = item % C::chunks;
+    const float4* src4 = reinterpret_cast<const float4*>(q_stage + r * C::ldo + c * kv::chunk_values);
+    float x[kv::chunk_values];
+    TURBO3_UNROLL
+    for (int q = 0; q < kv::chunk_values / 4; ++q) {
+      const float4 f = src4[q];
+      x[4 * q] = f.x;
+      x[4 * q + 1] = f.y;
+      x[4 * q + 2] = f.z;
+      x[4 * q + 3] = f.w;
+    }
+    uint32_t w[kv::chunk_values / 2];
+    TURBO3_UNROLL
+    for (int i = 0; i < kv::chunk_values / 2; ++i)
+      w[i] = platform::pack_half2(x[KL::value_of_slot(2 * i)], x[KL::value_of_slot(2 * i + 1)]);
+    uint4* dst = reinterpret_cast<uint4*>(q16 + r * C::ldq + c * kv::chunk_values);
+    dst[0] = make_uint4(w[0], w[1], w[2], w[3]);
+    dst[1] = make_uint4(w[4], w[5], w[6], w[7]);
   }
   platform::sync_threads();  // the staging area is reused by the K/V tiles
 
@@ -435,10 +444,12 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   };
   lane_row lane_rows[R];
   float m_lane[R], l_lane[R];
+  const int last_key = a.n_kv - 1;
   TURBO3_UNROLL
   for (int rr = 0; rr < R; ++rr) {
     const tile_row lr = tile_row_of(a, warp * 16 + platform::frag_acc_row(2 * rr), kv_head, head_group, q_tile);
-    lane_rows[rr] = {0, nullptr, 0.0f};
+    // A padding row reads the mask's first row (never used: its window is empty).
+    lane_rows[rr] = {0, reinterpret_cast<const platform::half*>(a.mask), 0.0f};
     if (lr.query >= 0) {
       lane_rows[rr].end = a.causal ? min(kv_end, lr.query + a.n_kv - a.n_q + 1) : kv_end;
       if (a.mask) {
@@ -465,16 +476,19 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   // Needs K and V row strides that keep every row of a head on the same 4-byte alignment.
   constexpr bool staged = C::staged && KL::type == data_type::turbo3 && VL::type == data_type::turbo3;
   static_assert(!staged || platform::frag_acc_is_a, "the stages live in the score scratch");
-  const bool use_stages = staged && a.k_nb1 % 4 == 0 && a.v_nb1 % 4 == 0;
-  const int k_shift = static_cast<int>(reinterpret_cast<uintptr_t>(k_head) & 2);
-  const int v_shift = static_cast<int>(reinterpret_cast<uintptr_t>(v_head) & 2);
+  const bool use_stages = staged;
   unsigned char* const stages = smem + C::off_s;
   auto issue_stage = [&](int t) {  // one commit group per tile, empty past the last
     if (t < n_tiles)
-      mma_stage_copy<C>(platform::async_destination_of(stages + (t % 2) * C::raw_stage_bytes), k_head, v_head,
-                        a.k_nb1, a.v_nb1, k_shift, v_shift, t * C::keys, min(C::keys, kv_end - t * C::keys), tid);
+      mma_stage_copy<C>(platform::async_destination_of(stages + (t % 2) * C::raw_stage_bytes), a, k_head, v_head,
+                        t * C::keys, min(C::keys, kv_end - t * C::keys), tid);
     platform::async_commit();
   };
+  // Where a row of the tile starting at key j0 begins in its stage slot (mma_stage_copy): the low
+  // four bits of its address in the cache.
+  const uint32_t k_low = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(k_head));
+  const uint32_t v_low = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(v_head));
+  const uint32_t k_step = static_cast<uint32_t>(a.k_nb1), v_step = static_cast<uint32_t>(a.v_nb1);
 
   [[maybe_unused]] mma_tile_raw<KL, VL, C> raw;
   if (use_stages) {
@@ -491,8 +505,11 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
       platform::async_wait<1>();  // this thread's copies of tile t are done (t + 1 may be in flight)
       platform::sync_threads();   // everyone's; and every warp is done with tile t - 1
       const char* const st = reinterpret_cast<const char*>(stages + (t % 2) * C::raw_stage_bytes);
-      mma_load_store_tile<KL, VL, C>(a, st + k_shift, C::raw_pitch, st + C::raw_tile_bytes + v_shift, C::raw_pitch, 0,
-                                     n_valid, k16, vt16, tid);
+      const uint32_t k0 = k_low + static_cast<uint32_t>(j0) * k_step, v0 = v_low + static_cast<uint32_t>(j0) * v_step;
+      mma_load_store_tile<KL, VL, C>(
+          a, [&](int i) { return st + i * C::raw_pitch + ((k0 + static_cast<uint32_t>(i) * k_step) & 15u); },
+          [&](int i) { return st + C::raw_tile_bytes + i * C::raw_pitch + ((v0 + static_cast<uint32_t>(i) * v_step) & 15u); },
+          n_valid, k16, vt16, tid);
       platform::sync_threads();  // the tile is decoded and its stage free
       issue_stage(t + 2);
     } else {
@@ -501,7 +518,9 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
         if (t + 1 < n_tiles)
           mma_load_tile<KL, VL, C>(raw, a, k_head, v_head, j0 + C::keys, min(C::keys, kv_end - j0 - C::keys), tid);
       } else {
-        mma_load_store_tile<KL, VL, C>(a, k_head, a.k_nb1, v_head, a.v_nb1, j0, n_valid, k16, vt16, tid);
+        mma_load_store_tile<KL, VL, C>(
+            a, [&](int i) { return k_head + static_cast<int64_t>(j0 + i) * a.k_nb1; },
+            [&](int i) { return v_head + static_cast<int64_t>(j0 + i) * a.v_nb1; }, n_valid, k16, vt16, tid);
       }
       platform::sync_threads();
     }
@@ -528,24 +547,40 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
         float mx[R], alpha[R];
         TURBO3_UNROLL
         for (int rr = 0; rr < R; ++rr) mx[rr] = -INFINITY;
-        TURBO3_UNROLL
-        for (int n = 0; n < C::n_tiles_k; ++n)
+        // Softcap, window and mask per score, in one of three branch-free variants chosen once per
+        // tile (kernel-uniform): the causal window alone, with the softcap, with the mask (whose
+        // loads are unconditional: padding rows read the mask's first row and keys past n_kv its
+        // last column, and the window hides both).
+        auto scores = [&](auto masked, auto capped) {
           TURBO3_UNROLL
-          for (int i = 0; i < frag_acc::elements; ++i) {
-            const int rr = platform::frag_acc_row_slot(i);
-            const int j = j0 + n * 16 + platform::frag_acc_col(i);
-            float v = s_acc[n].x[i];
-            if (a.softcap_post != 0.0f) v = a.softcap_post * platform::tanh_fast(v);
-            bool visible = j < lane_rows[rr].end;
-            if (visible && lane_rows[rr].mask) {
-              const float mv = platform::half_to_float(lane_rows[rr].mask[j]);
-              if (mv == -INFINITY) visible = false;
-              else v += lane_rows[rr].slope * mv;
+          for (int n = 0; n < C::n_tiles_k; ++n)
+            TURBO3_UNROLL
+            for (int i = 0; i < frag_acc::elements; ++i) {
+              const int rr = platform::frag_acc_row_slot(i);
+              const int j = j0 + n * 16 + platform::frag_acc_col(i);
+              float v = s_acc[n].x[i];
+              if constexpr (decltype(capped)::value) v = a.softcap_post * platform::tanh_fast(v);
+              bool visible = j < lane_rows[rr].end;
+              if constexpr (decltype(masked)::value) {
+                const float mv = platform::half_to_float(lane_rows[rr].mask[min(j, last_key)]);
+                visible = visible && mv != -INFINITY;
+                v += lane_rows[rr].slope * mv;
+              }
+              v = visible ? v : -INFINITY;
+              s_acc[n].x[i] = v;
+              mx[rr] = fmaxf(mx[rr], v);
             }
-            v = visible ? v : -INFINITY;
-            s_acc[n].x[i] = v;
-            mx[rr] = fmaxf(mx[rr], v);
-          }
+        };
+        using yes = std::true_type;
+        using no = std::false_type;
+        if (a.mask) {
+          if (a.softcap_post != 0.0f) scores(yes{}, yes{});
+          else scores(yes{}, no{});
+        } else if (a.softcap_post != 0.0f) {
+          scores(no{}, yes{});
+        } else {
+          scores(no{}, no{});
+        }
         TURBO3_UNROLL
         for (int rr = 0; rr < R; ++rr) {
           const float m_new = fmaxf(m_lane[rr], platform::frag_row_max(mx[rr]));
@@ -697,21 +732,13 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
       TURBO3_UNROLL
       for (int i = 0; i < frag_acc::elements; ++i) {
         const int p = n * 16 + platform::frag_acc_col(i);  // V^T row: chunk p / 16, slot p % 16
-        const int d = (p & ~15) + mma_value_of_slot<VL>(p & 15);
+        const int d = (p & ~15) + VL::value_of_slot(p & 15);
         out_s[r[i] * C::ldo + d] = o_acc[n].x[i] * f[i];
       }
   }
   platform::sync_threads();
   if (a.unrotate_out) rotate_rows_shared<true, D / block_values>(out_s, C::rows, C::ldo, tid, C::threads);
-  for (int idx = tid; idx < C::rows * D; idx += C::threads) {
-    const int r = idx / D, d = idx % D;
-    const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);
-    if (row.query < 0) continue;
-    char* dst = a.out + row.query * a.out_nb1 + row.head * a.out_nb2 + seq * a.out_nb3;
-    const float v = out_s[r * C::ldo + d];
-    if (a.out_f16) reinterpret_cast<platform::half*>(dst)[d] = platform::float_to_half(v);
-    else reinterpret_cast<float*>(dst)[d] = v;
-  }
+  tile_store_out<D, C::rows, C::threads>(a, out_s, C::ldo, kv_head, head_group, q_tile, seq, tid);
 }
 
 // Instantiated for every family's configuration in every device pass; only the configuration of

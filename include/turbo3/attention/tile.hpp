@@ -157,6 +157,62 @@ TURBO3_DEVICE TURBO3_FORCEINLINE tile_row tile_row_of(const tile_args& a, int r,
   return {active ? i : -1, kv_head * a.gqa + g};
 }
 
+// Row-wise Q load and output store of a TILE or MMA work-group. A warp takes whole rows: where a
+// row's data lives (a division by the heads per work-group) is worked out once per row, not per
+// element, the lanes touch consecutive dimensions, and each lane issues all of its loads of a row
+// before it stores any.
+
+// Q rows into dst [ROWS][ld] (float32), prescaled; padding rows become zeros.
+template <int D, int ROWS, int THREADS>
+TURBO3_DEVICE TURBO3_FORCEINLINE void tile_load_q(const tile_args& a, float* dst, int ld, int kv_head, int head_group,
+                                                  int q_tile, int seq, int tid) {
+  constexpr int ws = platform::warp_size, warps = THREADS / ws, per_lane = (D + ws - 1) / ws;
+  const int warp = tid / ws, lane = tid % ws;
+  for (int r = warp; r < ROWS; r += warps) {
+    const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);
+    float v[per_lane];
+    TURBO3_UNROLL
+    for (int i = 0; i < per_lane; ++i) v[i] = 0.0f;
+    if (row.query >= 0) {
+      const char* src = a.q + row.query * a.q_nb1 + row.head * a.q_nb2 + seq * a.q_nb3;
+      if (a.q_f16) {
+        TURBO3_UNROLL
+        for (int i = 0; i < per_lane; ++i)
+          if (D % ws == 0 || lane + i * ws < D)
+            v[i] = platform::half_to_float(reinterpret_cast<const platform::half*>(src)[lane + i * ws]);
+      } else {
+        TURBO3_UNROLL
+        for (int i = 0; i < per_lane; ++i)
+          if (D % ws == 0 || lane + i * ws < D) v[i] = reinterpret_cast<const float*>(src)[lane + i * ws];
+      }
+    }
+    TURBO3_UNROLL
+    for (int i = 0; i < per_lane; ++i)
+      if (D % ws == 0 || lane + i * ws < D) dst[r * ld + lane + i * ws] = v[i] * a.q_prescale;
+  }
+}
+
+// Output rows from src [ROWS][ld] (float32, final values) to the caller's out; padding rows skipped.
+template <int D, int ROWS, int THREADS>
+TURBO3_DEVICE TURBO3_FORCEINLINE void tile_store_out(const tile_args& a, const float* src, int ld, int kv_head,
+                                                     int head_group, int q_tile, int seq, int tid) {
+  constexpr int ws = platform::warp_size, warps = THREADS / ws, per_lane = (D + ws - 1) / ws;
+  const int warp = tid / ws, lane = tid % ws;
+  for (int r = warp; r < ROWS; r += warps) {
+    const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);
+    if (row.query < 0) continue;
+    char* dst = a.out + row.query * a.out_nb1 + row.head * a.out_nb2 + seq * a.out_nb3;
+    TURBO3_UNROLL
+    for (int i = 0; i < per_lane; ++i) {
+      const int d = lane + i * ws;
+      if (D % ws != 0 && d >= D) continue;
+      const float v = src[r * ld + d];
+      if (a.out_f16) reinterpret_cast<platform::half*>(dst)[d] = platform::float_to_half(v);
+      else reinterpret_cast<float*>(dst)[d] = v;
+    }
+  }
+}
+
 // Packed chunks of one K or V tile, loaded into registers ahead of their use. Nothing consumes a
 // loaded word before the tile is stored (after the next barrier), so the loads stay in flight
 // across the compute phase in between: for turbo3 the 16-bit words (qs halves, signs, norm) are
@@ -262,17 +318,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
   const char* const v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
 
   // ---- Q tile: prescaled, rotated when asked ---------------------------------------------------
-  for (int idx = tid; idx < C::rows * D; idx += C::threads) {
-    const int r = idx / D, d = idx % D;
-    const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);
-    float v = 0.0f;
-    if (row.query >= 0) {
-      const char* src = a.q + row.query * a.q_nb1 + row.head * a.q_nb2 + seq * a.q_nb3;
-      v = a.q_f16 ? platform::half_to_float(reinterpret_cast<const platform::half*>(src)[d])
-                  : reinterpret_cast<const float*>(src)[d];
-    }
-    q_s[r * C::qs + d] = v * a.q_prescale;
-  }
+  tile_load_q<D, C::rows, C::threads>(a, q_s, C::qs, kv_head, head_group, q_tile, seq, tid);
   platform::sync_threads();
   if constexpr (D % block_values == 0) {  // rotations come with turbo3, whose rows are whole blocks
     if (a.rotate_q) rotate_rows_shared<false, D / block_values>(q_s, C::rows, C::qs, tid, C::threads);
@@ -495,15 +541,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
   if constexpr (D % block_values == 0) {
     if (a.unrotate_out) rotate_rows_shared<true, D / block_values>(q_s, C::rows, C::qs, tid, C::threads);
   }
-  for (int idx = tid; idx < C::rows * D; idx += C::threads) {
-    const int r = idx / D, d = idx % D;
-    const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);
-    if (row.query < 0) continue;
-    char* dst = a.out + row.query * a.out_nb1 + row.head * a.out_nb2 + seq * a.out_nb3;
-    const float v = q_s[r * C::qs + d];
-    if (a.out_f16) reinterpret_cast<platform::half*>(dst)[d] = platform::float_to_half(v);
-    else reinterpret_cast<float*>(dst)[d] = v;
-  }
+  tile_store_out<D, C::rows, C::threads>(a, q_s, C::qs, kv_head, head_group, q_tile, seq, tid);
 }
 
 // ---- host side: support, dispatch ------------------------------------------------------------------

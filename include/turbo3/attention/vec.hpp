@@ -55,12 +55,6 @@ struct vec_config {
   static_assert(vec_threads % (chunks * row_slices) == 0 && key_slices >= 1, "value-phase layout");
   static_assert(chunks <= 32 && (chunks & (chunks - 1)) == 0, "a key's lanes must sit in one warp");
   static_assert(KL::type != data_type::turbo3 || D % block_values == 0, "turbo3 needs D % 128 == 0");
-  // The natural index of the value held in decoded slot s (the inverse of VL::slot).
-  TURBO3_HD static constexpr int value_of_slot(int s) {
-    int e = 0;
-    while (VL::slot(e) != s) ++e;
-    return e;
-  }
 };
 
 TURBO3_DEVICE TURBO3_FORCEINLINE float warp_max(float v) {
@@ -420,7 +414,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
   for (int r = 0; r < C::rows_per_thread; ++r)
     TURBO3_UNROLL
     for (int e = 0; e < kv::chunk_values; ++e)
-      red[(v_keys0 * NR + v_row0 + r) * D + v_chunk * kv::chunk_values + C::value_of_slot(e)] = acc[r][e];
+      red[(v_keys0 * NR + v_row0 + r) * D + v_chunk * kv::chunk_values + VL::value_of_slot(e)] = acc[r][e];
   write_partial<D, NR, C::key_slices>(a, x, red, warp_part, m_s, l_run, head_splits, tid);
 }
 

@@ -179,8 +179,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_mma_kernel(attention_ar
   TURBO3_UNROLL
   for (int m = 0; m < C::m_tiles; ++m) {
     const int b = m / 8, s = m % 8, c = 8 * b + g;
-    const int dim_a = c * kv::chunk_values + vec_config<D, KL, VL, 1>::value_of_slot(s);
-    const int dim_b = c * kv::chunk_values + vec_config<D, KL, VL, 1>::value_of_slot(s + 8);
+    const int dim_a = c * kv::chunk_values + VL::value_of_slot(s);
+    const int dim_b = c * kv::chunk_values + VL::value_of_slot(s + 8);
     red[(warp * NR + 2 * t) * D + dim_a] = acc[m][0];
     red[(warp * NR + 2 * t + 1) * D + dim_a] = acc[m][1];
     red[(warp * NR + 2 * t) * D + dim_b] = acc[m][2];

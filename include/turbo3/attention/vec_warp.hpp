@@ -8,7 +8,8 @@
 // (keys x query rows) with m16n8k16 multiply-adds on fp16 levels produced by byte permutes, runs
 // the online softmax in registers, and accumulates O^T (dims x rows) += V^T P^T with a second set
 // of multiply-adds. Warps synchronize with each other only at the start (Q) and at the end, where
-// their partial results merge into the split's one partial row per query row.
+// their partial results merge into the split's one partial row per query row. The window and
+// mask cost one comparison (and, masked, one load) per score, with no branch.
 //
 // Fragment layouts follow platform/mma.hpp (lane g = l / 4, t = l % 4). Scores: lane (g, t) holds
 // keys g and g + 8 and, per 128-value block b, chunks 8b+t and 8b+t+4, whose slots map to the
@@ -65,8 +66,6 @@ struct vec_warp_config {
   static_assert(max_row_words <= 32, "one row per warp pass at most");
   static_assert(vec_threads % 32 == 0, "whole warps");
   static_assert(vec_warp_split_keys == group * n_warps, "a split unit is one group per warp");
-  // The natural index of the value in decoded slot s of a chunk.
-  TURBO3_HD static constexpr int value_of_slot(int s) { return s < 8 ? 2 * s : 2 * (s - 8) + 1; }
 };
 
 // `word_rows`: the K and V row strides are multiples of 4 bytes, so every row of a head has the
@@ -74,7 +73,9 @@ struct vec_warp_config {
 // blocks may start on a 2-byte boundary: the copy then begins 2 bytes early, inside the word that
 // holds the row's first byte, and a last half word is read alone and zero-filled). Otherwise rows
 // are copied in 2-byte units with ordinary loads (correct for any layout, but not overlapped).
-template <int D>
+// MASKED: the call has a mask (a separate instantiation keeps the common unmasked softmax free of
+// mask loads and their branches).
+template <int D, bool MASKED>
 TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) vec_warp_kernel(attention_args a, int head_splits, bool word_rows) {
   using C = vec_warp_config<D>;
   using L = kv::turbo3_loader;
@@ -177,12 +178,23 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
     platform::async_commit();  // one group per step, empty or not, so the wait count stays exact
   };
 
-  // The rows this lane's score and value fragments touch: 2t and 2t+1.
-  vec_row_info rows[2];
+  // The rows this lane's score and value fragments touch: 2t and 2t+1. Keys j < key_limit[e] may be
+  // visible to row 2t+e (the split's range and the causal diagonal; none for a padding row), so the
+  // window is one comparison per score. Masked: a padding row reads the mask's first row (hidden by
+  // its empty window), so every lane loads unconditionally.
+  int key_limit[2];
+  const platform::half* row_mask[2];
+  float row_slope[2];
   TURBO3_UNROLL
-  for (int e = 0; e < 2; ++e)
-    rows[e] = vec_row_info_of(a, vec_row_of(a, 2 * t + e, x.kv_head, x.head_split, x.q_tile, x.heads_per_block), x.seq);
-  const int causal_shift = a.n_kv - a.n_q;  // key j is visible to query i iff j <= i + causal_shift
+  for (int e = 0; e < 2; ++e) {
+    const vec_row_info info =
+        vec_row_info_of(a, vec_row_of(a, 2 * t + e, x.kv_head, x.head_split, x.q_tile, x.heads_per_block), x.seq);
+    const int diagonal = info.query + a.n_kv - a.n_q + 1;  // key j is visible to query i iff j < i + n_kv - n_q + 1
+    key_limit[e] = info.query < 0 ? range_begin : a.causal ? min(range_end, diagonal) : range_end;
+    row_mask[e] = info.mask ? info.mask : reinterpret_cast<const platform::half*>(a.mask);
+    row_slope[e] = info.slope;
+  }
+  const int last_key = a.n_kv - 1;
 
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
   float acc[C::m_tiles][4];
@@ -240,18 +252,19 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
     }
 
     // ---- online softmax, in registers: row max over the 16 keys is a reduction over g ---------
+    if (a.softcap_post != 0.0f) {  // uniform: one branch per group
+      TURBO3_UNROLL
+      for (int e = 0; e < 4; ++e) s[e] = a.softcap_post * platform::tanh_fast(s[e]);
+    }
     TURBO3_UNROLL
     for (int e = 0; e < 4; ++e) {
-      const int key = e < 2 ? g : g + 8;
-      const vec_row_info& row = rows[e & 1];
-      const int j = j0 + key;
+      const int j = j0 + (e < 2 ? g : g + 8);
       float v = s[e];
-      if (a.softcap_post != 0.0f) v = a.softcap_post * platform::tanh_fast(v);
-      bool visible = key < n && row.query >= 0 && (!a.causal || j <= row.query + causal_shift);
-      if (visible && row.mask) {
-        const float mv = platform::half_to_float(row.mask[j]);
-        if (mv == -INFINITY) visible = false;
-        else v += row.slope * mv;
+      bool visible = j < key_limit[e & 1];
+      if constexpr (MASKED) {
+        const float mv = platform::half_to_float(row_mask[e & 1][min(j, last_key)]);
+        visible = visible && mv != -INFINITY;
+        v += row_slope[e & 1] * mv;
       }
       s[e] = visible ? v : -INFINITY;
     }
@@ -326,8 +339,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
   TURBO3_UNROLL
   for (int m = 0; m < C::m_tiles; ++m) {
     const int c = 8 * (m / 8) + g, s = m % 8;
-    const int dim_a = c * kv::chunk_values + C::value_of_slot(s);
-    const int dim_b = c * kv::chunk_values + C::value_of_slot(s + 8);
+    const int dim_a = c * kv::chunk_values + L::value_of_slot(s);
+    const int dim_b = c * kv::chunk_values + L::value_of_slot(s + 8);
     mine[(2 * t) * (D + 2) + dim_a] = acc[m][0];
     mine[(2 * t + 1) * (D + 2) + dim_a] = acc[m][1];
     mine[(2 * t) * (D + 2) + dim_b] = acc[m][2];

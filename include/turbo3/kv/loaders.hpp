@@ -43,6 +43,8 @@ struct turbo3_loader {
   static constexpr int values_per_scale = block_values;  // one norm per 128 values
   // Decoded chunk order: values 0,2,4,...,14 then 1,3,...,15.
   TURBO3_HD static constexpr int slot(int e) { return (e & 1) * 8 + (e >> 1); }
+  // The inverse: the value (0..15 within a chunk) decoded into slot s.
+  TURBO3_HD static constexpr int value_of_slot(int s) { return ((s & 7) << 1) | (s >> 3); }
 
   // Rows are 2-byte aligned (50-byte blocks): every access is a 16-bit load.
   TURBO3_DEVICE TURBO3_FORCEINLINE static float scale(const char* row, int block) {
@@ -110,26 +112,33 @@ struct turbo3_loader {
   }
 
   // fp16 pairs across two rows: out[s] = (row a slot s, row b slot s), for the matrix operand
-  // whose packed pairs run along keys.
+  // whose packed pairs run along keys. Per two slots: one byte permute interleaves the rows'
+  // index bytes (nibbles a_s, a_s+1, b_s, b_s+1), two look up their low and high level bytes, two
+  // put each slot's pair together.
   TURBO3_DEVICE TURBO3_FORCEINLINE static void decode_pairs(const raw_chunk& ra, const raw_chunk& rb,
                                                            const turbo3_lut& lut, uint32_t out[16]) {
     uint32_t ea, oa, eb, ob;
     index_words(ra, ea, oa);
     index_words(rb, eb, ob);
-    const uint32_t wa[4] = {ea, ea >> 16, oa, oa >> 16}, wb[4] = {eb, eb >> 16, ob, ob >> 16};
-    TURBO3_UNROLL
-    for (int w = 0; w < 4; ++w) {  // slots 4w .. 4w+3
-      const uint32_t sel02 = (wa[w] & 0x0f0fu) | ((wb[w] & 0x0f0fu) << 4);   // a_s0 b_s0 a_s2 b_s2
-      const uint32_t sel13 = ((wa[w] >> 4) & 0x0f0fu) | (wb[w] & 0xf0f0u);   // a_s1 b_s1 a_s3 b_s3
-      uint32_t lo = platform::lookup_bytes4(lut.lo_plane[0], lut.lo_plane[1], sel02);
-      uint32_t hi = platform::lookup_bytes4(lut.hi_plane[0], lut.hi_plane[1], sel02);
-      out[4 * w + 0] = platform::permute_bytes<0, 4, 1, 5>(lo, hi);
-      out[4 * w + 2] = platform::permute_bytes<2, 6, 3, 7>(lo, hi);
-      lo = platform::lookup_bytes4(lut.lo_plane[0], lut.lo_plane[1], sel13);
-      hi = platform::lookup_bytes4(lut.hi_plane[0], lut.hi_plane[1], sel13);
-      out[4 * w + 1] = platform::permute_bytes<0, 4, 1, 5>(lo, hi);
-      out[4 * w + 3] = platform::permute_bytes<2, 6, 3, 7>(lo, hi);
-    }
+    pairs_of_word<0>(ea, eb, lut, out);
+    pairs_of_word<1>(ea, eb, lut, out);
+    pairs_of_word<2>(ea, eb, lut, out);
+    pairs_of_word<3>(ea, eb, lut, out);
+    pairs_of_word<0>(oa, ob, lut, out + 8);
+    pairs_of_word<1>(oa, ob, lut, out + 8);
+    pairs_of_word<2>(oa, ob, lut, out + 8);
+    pairs_of_word<3>(oa, ob, lut, out + 8);
+  }
+
+  // Slots 2K and 2K+1 of the nibble words wa, wb (byte K of each) into out[2K], out[2K+1].
+  template <int K>
+  TURBO3_DEVICE TURBO3_FORCEINLINE static void pairs_of_word(uint32_t wa, uint32_t wb, const turbo3_lut& lut,
+                                                            uint32_t* out) {
+    const uint32_t sel = platform::permute_bytes<K, 4 + K, K, 4 + K>(wa, wb);
+    const uint32_t lo = platform::lookup_bytes4(lut.lo_plane[0], lut.lo_plane[1], sel);
+    const uint32_t hi = platform::lookup_bytes4(lut.hi_plane[0], lut.hi_plane[1], sel);
+    out[2 * K] = platform::permute_bytes<0, 4, 2, 6>(lo, hi);
+    out[2 * K + 1] = platform::permute_bytes<1, 5, 3, 7>(lo, hi);
   }
 
   TURBO3_DEVICE TURBO3_FORCEINLINE static void lookup4(uint32_t nibbles, const turbo3_lut& lut, float* out) {
@@ -144,6 +153,7 @@ struct f16_loader {
   static constexpr data_type type = data_type::f16;
   static constexpr int values_per_scale = 1 << 30;  // no per-block scale
   TURBO3_HD static constexpr int slot(int e) { return e; }
+  TURBO3_HD static constexpr int value_of_slot(int s) { return s; }
 
   TURBO3_DEVICE TURBO3_FORCEINLINE static float scale(const char*, int) { return 1.0f; }
 

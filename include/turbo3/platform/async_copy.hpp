@@ -1,6 +1,6 @@
 // Asynchronous global-to-shared copies and warp-scope synchronization. A kernel stages the next
 // tiles' bytes while it computes on the current one, without holding the loads in registers.
-// NVIDIA sm_80+: cp.async (4 or 16 bytes) with commit/wait groups. Elsewhere the copy is
+// NVIDIA sm_80+: cp.async (4, 8 or 16 bytes) with commit/wait groups. Elsewhere the copy is
 // an ordinary load and store and the group calls do nothing, which is correct, only not overlapped.
 #pragma once
 
@@ -50,6 +50,41 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void async_copy2_of4(async_destination dst, con
 #else
   *reinterpret_cast<uint32_t*>(dst) = *static_cast<const uint16_t*>(global_src);
 #endif
+}
+
+// 16 or 8 bytes from global to shared; both addresses aligned to the size.
+TURBO3_DEVICE TURBO3_FORCEINLINE void async_copy16(async_destination dst, const void* global_src) {
+#if TURBO3_HAS_CP_ASYNC
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(global_src));
+#else
+  *reinterpret_cast<uint4*>(dst) = *static_cast<const uint4*>(global_src);
+#endif
+}
+TURBO3_DEVICE TURBO3_FORCEINLINE void async_copy8(async_destination dst, const void* global_src) {
+#if TURBO3_HAS_CP_ASYNC
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(dst), "l"(global_src));
+#else
+  *reinterpret_cast<uint2*>(dst) = *static_cast<const uint2*>(global_src);
+#endif
+}
+
+// The first `bytes` (an even number, 0..16) of a 16-byte aligned segment, in copies of 16, 8, 4 and
+// 2 bytes, so that nothing past them is read. Both addresses 16-byte aligned.
+TURBO3_DEVICE TURBO3_FORCEINLINE void async_copy_head_of16(async_destination dst, const char* global_src, int bytes) {
+  if (bytes >= 16) {
+    async_copy16(dst, global_src);
+    return;
+  }
+  int at = 0;
+  if (bytes & 8) {
+    async_copy8(dst, global_src);
+    at = 8;
+  }
+  if (bytes & 4) {
+    async_copy4(dst + at, global_src + at);
+    at += 4;
+  }
+  if (bytes & 2) async_copy2_of4(dst + at, global_src + at);
 }
 
 // The copies carry no compiler memory barrier: the destination is not read before async_wait
