@@ -24,8 +24,8 @@
 // the (then unused) score scratch while the current tile is decoded from there and multiplied.
 // Q is loaded and stored a row per warp (the row's place worked out once, not per element), the
 // slot order is a closed form per loader, and the softmax is one of three branch-free variants
-// (window; softcap; mask) picked once per tile: measured on an H200, those cut a third of the
-// f16 kernel's time and a sixth of the turbo3 kernel's (bench/RESULTS.md).
+// (window; softcap; mask) picked once per tile: measured on an H200 at pp2048-pp4096, those cut
+// 27-32% of the f16 kernel's time and 15-20% of the turbo3 kernel's (bench/RESULTS.md).
 // Causal: key tiles past the work-group's last query are never loaded; a warp whose rows see none
 // of a tile's keys skips its multiplies. The epilogue adds sinks, normalizes, writes the rows in
 // natural dimension order to shared memory, un-rotates (V turbo3 and the library un-rotates) and
