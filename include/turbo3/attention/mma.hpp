@@ -343,7 +343,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_stage_copy(platform::async_destination
     if (seg < C::raw_segments && left > 0) {
       // A whole segment past the row's end reads the next row's bytes; only near the view's end
       // is the last segment cut at the row's end.
-      if (from + 16 <= (is_v ? a.v_end : a.k_end)) platform::async_copy16(to, from);
+      if (from + 16 <= (is_v ? a.v_end : a.k_end)) platform::async_copy<16>(to, from);
       else platform::async_copy_head_of16(to, from, left);
     }
   }

@@ -145,7 +145,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
         if (cp.whole) {
           TURBO3_UNROLL
           for (int pass = 0; pass < C::passes; ++pass) {
-            platform::async_copy4(d + pass * C::rows_per_pass * C::pitch, src);
+            platform::async_copy<4>(d + pass * C::rows_per_pass * C::pitch, src);
             src += step;
           }
         }
@@ -154,7 +154,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
       TURBO3_UNROLL
       for (int pass = 0; pass < C::passes; ++pass) {
         const bool row_ok = n == G || copy_row + pass * C::rows_per_pass < n;
-        if (cp.whole && row_ok) platform::async_copy4(d + pass * C::rows_per_pass * C::pitch, src);
+        if (cp.whole && row_ok) platform::async_copy<4>(d + pass * C::rows_per_pass * C::pitch, src);
         if (cp.half && row_ok) platform::async_copy2_of4(d + pass * C::rows_per_pass * C::pitch, src);
         src += step;
       }

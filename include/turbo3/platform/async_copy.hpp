@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "turbo3/platform/device.hpp"
 
@@ -33,12 +34,18 @@ TURBO3_DEVICE TURBO3_FORCEINLINE async_destination async_destination_of(void* sh
 }
 #endif
 
-// 4 bytes from global to shared; both addresses 4-byte aligned.
-TURBO3_DEVICE TURBO3_FORCEINLINE void async_copy4(async_destination dst, const void* global_src) {
+// Bytes = 4, 8 or 16 from global to shared; both addresses aligned to Bytes.
+template <int Bytes>
+TURBO3_DEVICE TURBO3_FORCEINLINE void async_copy(async_destination dst, const void* global_src) {
+  static_assert(Bytes == 4 || Bytes == 8 || Bytes == 16, "cp.async sizes");
 #if TURBO3_HAS_CP_ASYNC
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(global_src));
+  if constexpr (Bytes == 16)  // 16-byte copies may bypass L1 (.cg); smaller ones may not
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(global_src));
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(dst), "l"(global_src), "n"(Bytes));
 #else
-  *reinterpret_cast<uint32_t*>(dst) = *static_cast<const uint32_t*>(global_src);
+  using word = std::conditional_t<Bytes == 16, uint4, std::conditional_t<Bytes == 8, uint2, uint32_t>>;
+  *reinterpret_cast<word*>(dst) = *static_cast<const word*>(global_src);
 #endif
 }
 
@@ -52,36 +59,20 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void async_copy2_of4(async_destination dst, con
 #endif
 }
 
-// 16 or 8 bytes from global to shared; both addresses aligned to the size.
-TURBO3_DEVICE TURBO3_FORCEINLINE void async_copy16(async_destination dst, const void* global_src) {
-#if TURBO3_HAS_CP_ASYNC
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(global_src));
-#else
-  *reinterpret_cast<uint4*>(dst) = *static_cast<const uint4*>(global_src);
-#endif
-}
-TURBO3_DEVICE TURBO3_FORCEINLINE void async_copy8(async_destination dst, const void* global_src) {
-#if TURBO3_HAS_CP_ASYNC
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(dst), "l"(global_src));
-#else
-  *reinterpret_cast<uint2*>(dst) = *static_cast<const uint2*>(global_src);
-#endif
-}
-
 // The first `bytes` (an even number, 0..16) of a 16-byte aligned segment, in copies of 16, 8, 4 and
 // 2 bytes, so that nothing past them is read. Both addresses 16-byte aligned.
 TURBO3_DEVICE TURBO3_FORCEINLINE void async_copy_head_of16(async_destination dst, const char* global_src, int bytes) {
   if (bytes >= 16) {
-    async_copy16(dst, global_src);
+    async_copy<16>(dst, global_src);
     return;
   }
   int at = 0;
   if (bytes & 8) {
-    async_copy8(dst, global_src);
+    async_copy<8>(dst, global_src);
     at = 8;
   }
   if (bytes & 4) {
-    async_copy4(dst + at, global_src + at);
+    async_copy<4>(dst + at, global_src + at);
     at += 4;
   }
   if (bytes & 2) async_copy2_of4(dst + at, global_src + at);
