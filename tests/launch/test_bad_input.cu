@@ -3,6 +3,7 @@
 // rejected call must leave the poisoned output untouched.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -165,5 +166,39 @@ TEST_CASE("routing: n_q <= 2 to VEC; prefill to MMA where the family runs it by 
     opt.kernel = k;
     CHECK(detail::route(decode, opt) == k);
     CHECK(detail::route(with_queries(decode, 40), opt) == k);
+  }
+}
+
+// The MMA kernel's 16-byte staged copies read whole segments past a row unless the segment would
+// cross view_end; so view_end must be exactly one past the highest byte any row of the view owns.
+TEST_CASE("kernel arguments: view_end is one past the highest row end, for packed, token-major and strided views", "[views]") {
+  struct layout {
+    data_type type;
+    int d, n_kv, n_head_kv, n_seq;
+    bool token_major;  // rows of all heads of a token adjacent (nb1 = heads * row), else head-major
+    int64_t pad;       // extra bytes per sequence
+  };
+  const layout layouts[] = {
+      {data_type::turbo3, 256, 9, 8, 1, true, 0},  {data_type::turbo3, 128, 7, 3, 2, true, 6},
+      {data_type::turbo3, 256, 5, 2, 3, false, 50}, {data_type::f16, 128, 11, 4, 2, true, 32},
+      {data_type::f16, 64, 3, 1, 1, false, 0},
+  };
+  std::vector<uint8_t> storage(1 << 20);
+  for (const layout& l : layouts) {
+    tensor_view t;
+    t.data = storage.data();
+    t.type = l.type;
+    t.ne[0] = l.d; t.ne[1] = l.n_kv; t.ne[2] = l.n_head_kv; t.ne[3] = l.n_seq;
+    const int64_t row = static_cast<int64_t>(row_bytes(l.type, l.d));
+    t.nb[1] = l.token_major ? row * l.n_head_kv : row;
+    t.nb[2] = l.token_major ? row : row * l.n_kv;
+    t.nb[3] = row * l.n_kv * l.n_head_kv + l.pad;
+    int64_t highest = 0;
+    for (int s = 0; s < l.n_seq; ++s)
+      for (int h = 0; h < l.n_head_kv; ++h)
+        for (int j = 0; j < l.n_kv; ++j)
+          highest = std::max<int64_t>(highest, j * static_cast<int64_t>(t.nb[1]) + h * static_cast<int64_t>(t.nb[2]) +
+                                                   s * static_cast<int64_t>(t.nb[3]) + row);
+    CHECK(detail::view_end(t) - static_cast<const char*>(t.data) == highest);
   }
 }
