@@ -483,12 +483,11 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   for (int n = 0; n < C::n_tiles_d; ++n) platform::frag_zero(o_acc[n]);
 
   const int n_tiles = (kv_end + C::keys - 1) / C::keys;
-  // Staged turbo3 tiles (mma_stage_copy): the raw bytes of tiles t + 1 and t + 2 are in flight
-  // while tile t is decoded and multiplied, so the decode reads shared memory, not the cache.
-  // Needs K and V row strides that keep every row of a head on the same 4-byte alignment.
+  // Staged turbo3 tiles (mma_stage_copy): the raw bytes of the tiles ahead are in flight while
+  // the current one is decoded and multiplied, so the decode reads shared memory, not the cache.
+  // Any row alignment works: each row sits (its address & 15) bytes into its slot.
   constexpr bool staged = C::staged && KL::type == data_type::turbo3 && VL::type == data_type::turbo3;
   static_assert(!staged || platform::frag_acc_is_a, "the stages live in the score scratch");
-  const bool use_stages = staged;
   unsigned char* const stages = smem + C::off_s;
   auto issue_stage = [&](int t) {  // one commit group per tile, empty past the last
     if (t < n_tiles)
@@ -509,7 +508,7 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   auto fill = [&](int t, int b) {
     const int j0 = t * C::keys;
     const int n_valid = min(C::keys, kv_end - j0);
-    if (use_stages) {
+    if (staged) {
       const char* const st = reinterpret_cast<const char*>(stages + (t % 2) * C::raw_stage_bytes);
       const uint32_t k0 = k_low + static_cast<uint32_t>(j0) * k_step, v0 = v_low + static_cast<uint32_t>(j0) * v_step;
       mma_load_store_tile<KL, VL, C>(
@@ -526,17 +525,17 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   [[maybe_unused]] mma_tile_raw<KL, VL, C> raw;
   if constexpr (C::double_buffer) {
     // Tile 0 into buffer 0 before the loop; stages: tiles 0 and 1 copied, then 2 once stage 0 is free.
-    if (use_stages) {
+    if (staged) {
       issue_stage(0);
       issue_stage(1);
       platform::async_wait<1>();
     }
     platform::sync_threads();
     if (n_tiles > 0) fill(0, 0);
-    if (use_stages) platform::async_wait<0>();
+    if (staged) platform::async_wait<0>();
     platform::sync_threads();
-    if (use_stages) issue_stage(2);
-  } else if (use_stages) {
+    if (staged) issue_stage(2);
+  } else if (staged) {
     issue_stage(0);
     issue_stage(1);
   } else if constexpr (C::prefetch) {
@@ -549,7 +548,7 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
     if constexpr (C::double_buffer) {
       buf = t & 1;
       if (t + 1 < n_tiles) fill(t + 1, buf ^ 1);  // the buffer every warp finished with last tile
-    } else if (use_stages) {
+    } else if (staged) {
       platform::async_wait<1>();  // this thread's copies of tile t are done (t + 1 may be in flight)
       platform::sync_threads();   // everyone's; and every warp is done with tile t - 1
       fill(t, 0);
@@ -743,10 +742,10 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
     // that opens it). Double buffered: the next tile's buffer is complete and this one free after
     // this barrier, and so is the stage of the tile just decoded, which takes the tile after next.
     if constexpr (C::double_buffer) {
-      if (use_stages) platform::async_wait<0>();  // tile t + 2, issued a tile ago
+      if (staged) platform::async_wait<0>();  // tile t + 2, issued a tile ago
       platform::sync_threads();
-      if (use_stages) issue_stage(t + 3);
-    } else if (!use_stages) {
+      if (staged) issue_stage(t + 3);
+    } else if (!staged) {
       platform::sync_threads();
     }
   }
