@@ -92,6 +92,9 @@ inline attention_views make_views(const attention_params& p, data_type k_was, da
 // VEC and its combine pass.
 struct attention_args : attention_views {
   float* partial;       // split-KV partials: [seq][kv_block][q_tile][split][row][D_v + 2]
+  // Kernels that merge their own splits: one counter per (seq, kv_block, q_tile), zero at launch.
+  // nullptr: the combine kernel merges them.
+  unsigned* split_counters;
   int ncols;            // queries per work-group
   int q_tiles;          // ceil(n_q / ncols)
   int n_splits, tiles_per_split;

@@ -105,7 +105,13 @@ struct vec_plan {
   int n_splits = 1;
   int tiles_per_split = 1;
   size_t partial_floats = 0;
+  int split_counters = 0;  // kernels that merge their own splits (the warp variant): one per work-group row set
 };
+
+// Workspace of a VEC call: the partials, then the split counters.
+inline size_t vec_workspace_bytes(const vec_plan& plan) {
+  return plan.partial_floats * sizeof(float) + static_cast<size_t>(plan.split_counters) * sizeof(unsigned);
+}
 
 inline bool aligned16(const tensor_view& t) {
   return is_aligned(t.data, 16) && t.nb[1] % 16 == 0 && t.nb[2] % 16 == 0 && t.nb[3] % 16 == 0;
@@ -170,6 +176,7 @@ inline vec_plan make_vec_plan(const attention_params& p, const launch_options& o
   plan.tiles_per_split = (n_tiles + splits - 1) / splits;
   plan.n_splits = (n_tiles + plan.tiles_per_split - 1) / plan.tiles_per_split;
   plan.partial_floats = static_cast<size_t>(base_blocks) * plan.n_splits * plan.rows * (plan.head_dim + 2);
+  plan.split_counters = plan.variant == vec_variant::warp ? static_cast<int>(base_blocks) : 0;
   return plan;
 }
 
@@ -246,18 +253,32 @@ void launch_vec_combine(const attention_args& a, const vec_plan& plan, hipStream
   vec_combine_kernel<D><<<grid, vec_threads, 0, stream>>>(a, plan.head_splits, plan.rows, a.unrotate_out);
 }
 
-inline void launch_vec(const attention_params& p, attention_args a, const vec_plan& plan, hipStream_t stream) {
+template <int D>
+void launch_vec_dim(const attention_args& a, const vec_plan& plan, data_type k, data_type v, hipStream_t stream) {
+  launch_vec_types<D>(a, plan, k, v, stream);
+  if (!a.split_counters) launch_vec_combine<D>(a, plan, stream);
+}
+
+// workspace: vec_workspace_bytes(plan) bytes. Returns false if a launch could not be queued.
+inline bool launch_vec(const attention_params& p, attention_args a, const vec_plan& plan, void* workspace,
+                       hipStream_t stream) {
   a.ncols = plan.ncols;
   a.q_tiles = plan.q_tiles;
   a.n_splits = plan.n_splits;
   a.tiles_per_split = plan.tiles_per_split;
+  a.partial = static_cast<float*>(workspace);
+  a.split_counters = plan.split_counters > 0 ? reinterpret_cast<unsigned*>(a.partial + plan.partial_floats) : nullptr;
+  if (a.split_counters &&
+      hipMemsetAsync(a.split_counters, 0, static_cast<size_t>(plan.split_counters) * sizeof(unsigned), stream) != hipSuccess)
+    return false;
   switch (plan.head_dim) {
-    case 64: launch_vec_types<64>(a, plan, p.k.type, p.v.type, stream); launch_vec_combine<64>(a, plan, stream); break;
-    case 128: launch_vec_types<128>(a, plan, p.k.type, p.v.type, stream); launch_vec_combine<128>(a, plan, stream); break;
-    case 256: launch_vec_types<256>(a, plan, p.k.type, p.v.type, stream); launch_vec_combine<256>(a, plan, stream); break;
-    case 512: launch_vec_types<512>(a, plan, p.k.type, p.v.type, stream); launch_vec_combine<512>(a, plan, stream); break;
+    case 64: launch_vec_dim<64>(a, plan, p.k.type, p.v.type, stream); break;
+    case 128: launch_vec_dim<128>(a, plan, p.k.type, p.v.type, stream); break;
+    case 256: launch_vec_dim<256>(a, plan, p.k.type, p.v.type, stream); break;
+    case 512: launch_vec_dim<512>(a, plan, p.k.type, p.v.type, stream); break;
     default: break;
   }
+  return hipGetLastError() == hipSuccess;
 }
 
 // Families whose automatic prefill route is the MMA kernel. NVIDIA: measured correct and 2-2.6x
@@ -287,7 +308,7 @@ inline size_t workspace_bytes(const attention_params& p, const launch_options& o
   if (detail::route(p, opt) == kernel_choice::mma) return 0;   // nor does MMA
   if (detail::route(p, opt) == kernel_choice::materialize) return detail::materialize_workspace_bytes(p);
   if (detail::route(p, opt) != kernel_choice::vec || detail::vec_supported(p) != status::ok) return 0;
-  return detail::make_vec_plan(p, opt, detail::current_multiprocessor_count()).partial_floats * sizeof(float);
+  return detail::vec_workspace_bytes(detail::make_vec_plan(p, opt, detail::current_multiprocessor_count()));
 }
 
 // One-time setup outside any capture: caches the device's properties.
@@ -314,13 +335,10 @@ status flash_attention(const attention_params& p, Allocator& allocator, hipStrea
   if (s != status::ok) return s;
 
   const detail::vec_plan plan = detail::make_vec_plan(p, opt, detail::current_multiprocessor_count());
-  const size_t bytes = plan.partial_floats * sizeof(float);
+  const size_t bytes = detail::vec_workspace_bytes(plan);
   void* workspace = allocator.allocate(bytes, stream);
   if (!workspace) return status::out_of_memory;
-  detail::attention_args a = detail::make_args(p);
-  a.partial = static_cast<float*>(workspace);
-  detail::launch_vec(p, a, plan, stream);
-  const bool launched = hipGetLastError() == hipSuccess;
+  const bool launched = detail::launch_vec(p, detail::make_args(p), plan, workspace, stream);
   allocator.deallocate(workspace, bytes, stream);
   return launched ? status::ok : status::runtime_error;
 }

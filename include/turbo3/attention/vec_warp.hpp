@@ -8,7 +8,8 @@
 // (keys x query rows) with m16n8k16 multiply-adds on fp16 levels produced by byte permutes, runs
 // the online softmax in registers, and accumulates O^T (dims x rows) += V^T P^T with a second set
 // of multiply-adds. Warps synchronize with each other only at the start (Q) and at the end, where
-// their partial results merge into the split's one partial row per query row. The window and
+// their partial results merge into the split's one partial row per query row; the work-group that
+// stores the last split of its rows merges the splits into the output (merge_splits_if_last). The window and
 // mask cost one comparison (and, masked, one load) per score, with no branch.
 //
 // Fragment layouts follow platform/mma.hpp (lane g = l / 4, t = l % 4). Scores: lane (g, t) holds
@@ -59,7 +60,8 @@ struct vec_warp_config {
   static constexpr int query_bytes = 2 * NR * D * 4;     // Q rows and the rotation's scratch
   static constexpr int merge_bytes = n_warps * NR * (D + 2) * 4;
   static constexpr int max2(int x, int y) { return x > y ? x : y; }
-  static constexpr int smem_bytes = max2(staging_bytes, max2(query_bytes, merge_bytes));
+  static constexpr int smem_bytes =
+      max2(max2(staging_bytes, max2(query_bytes, merge_bytes)), vec_merge_floats<D, NR> * 4);
   static constexpr int w_floats = blocks * group * NR;   // per warp: p * norm, [block][key][row]
   static constexpr int q_frags = blocks * 2 * 4;         // Q fragments per lane: [block][half][k-step]
   static_assert(vec_warp_head_dim(D), "turbo3 VEC on matrix instructions covers D = 128 and 256");
@@ -371,6 +373,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
     }
     a.partial[vec_partial_row(a, x.seq, x.kv_block, x.q_tile, x.split, blocks_per_seq, NR, r, D) + d] = v;
   }
+  merge_splits_if_last<D, NR>(a, x, head_splits, reinterpret_cast<float*>(smem), tid);
 }
 
 }  // namespace detail

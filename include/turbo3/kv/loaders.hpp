@@ -74,12 +74,8 @@ struct turbo3_loader {
   // permute looks up four fp16 levels.
   TURBO3_DEVICE TURBO3_FORCEINLINE static void decode16(uint32_t qs, uint32_t signs, const turbo3_lut& lut,
                                                        float out[chunk_values]) {
-    uint32_t s = signs & 0xffffu;               // spread sign pairs (2n, 2n+1) to nibble n
-    s = (s | (s << 8)) & 0x00ff00ffu;
-    s = (s | (s << 4)) & 0x0f0f0f0fu;
-    s = (s | (s << 2)) & 0x33333333u;
-    const uint32_t even = (qs & 0x33333333u) | ((s & 0x11111111u) << 2);
-    const uint32_t odd = ((qs >> 2) & 0x33333333u) | ((s & 0x22222222u) << 1);
+    uint32_t even, odd;
+    index_words({qs, signs}, even, odd);
     lookup4(even, lut, out + 0);
     lookup4(even >> 16, lut, out + 4);
     lookup4(odd, lut, out + 8);
@@ -87,14 +83,10 @@ struct turbo3_loader {
   }
 
   // The nibble words of a chunk: even (values 0,2,..,14 = slots 0..7) and odd (slots 8..15), each
-  // nibble a 3-bit index.
+  // nibble a 3-bit index: the value's two low bits from qs, its high bit (sign) moved to bit 2.
   TURBO3_DEVICE TURBO3_FORCEINLINE static void index_words(const raw_chunk& raw, uint32_t& even, uint32_t& odd) {
-    uint32_t s = raw.signs & 0xffffu;
-    s = (s | (s << 8)) & 0x00ff00ffu;
-    s = (s | (s << 4)) & 0x0f0f0f0fu;
-    s = (s | (s << 2)) & 0x33333333u;
-    even = (raw.qs & 0x33333333u) | ((s & 0x11111111u) << 2);
-    odd = ((raw.qs >> 2) & 0x33333333u) | ((s & 0x22222222u) << 1);
+    even = (raw.qs & 0x33333333u) | platform::even_bits_to_nibble_bit2(raw.signs);
+    odd = ((raw.qs >> 2) & 0x33333333u) | platform::even_bits_to_nibble_bit2(raw.signs >> 1);
   }
 
   // fp16 pairs of one row: out[i] = (slot 2i, slot 2i+1). No float conversion at all.

@@ -29,6 +29,22 @@ TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t lookup_bytes4(uint32_t t_lo, uint32_t 
 #endif
 }
 
+// Bit 2 of nibble n of the result is bit 2n of `bits` (n = 0..7); every other result bit is zero.
+// NVIDIA: one table lookup (each selector nibble holds bits 4k and 4k+2 of `bits`, so it is 0, 1, 4
+// or 5, and its byte of the table puts them at bits 2 and 6). AMD, where a lookup first widens its
+// selector, by shifts and masks.
+TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t even_bits_to_nibble_bit2(uint32_t bits) {
+#if defined(TURBO3_PLATFORM_CUDA)
+  return lookup_bytes4(0x00000400u, 0x00004440u, bits & 0x5555u);
+#else
+  uint32_t s = bits & 0x5555u;
+  s = (s | (s << 8)) & 0x00ff00ffu;
+  s = (s | (s << 4)) & 0x0f0f0f0fu;
+  s = (s | (s << 2)) & 0x33333333u;  // bit 2n of `bits` is now bit 4n
+  return s << 2;
+#endif
+}
+
 // Byte k of the result is byte B_k of the 8-byte pair {lo, hi} (bytes 0-3 in lo); B_k in 0..7.
 template <int B0, int B1, int B2, int B3>
 TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t permute_bytes(uint32_t lo, uint32_t hi) {

@@ -99,6 +99,24 @@ TURBO3_DEVICE TURBO3_FORCEINLINE int lane_id() {
 
 TURBO3_DEVICE TURBO3_FORCEINLINE void sync_threads() { __syncthreads(); }
 
+// ---- work-groups that hand results to each other ---------------------------------------------------
+// A device-scope fence: stores before it are visible to any work-group that observes a later
+// atomic, and (after observing one) loads after it see the other work-groups' stores.
+TURBO3_DEVICE TURBO3_FORCEINLINE void fence_device() { __threadfence(); }
+
+// Returns the old value.
+TURBO3_DEVICE TURBO3_FORCEINLINE unsigned atomic_add(unsigned* p, unsigned v) { return atomicAdd(p, v); }
+
+// A load that bypasses the multiprocessor's non-coherent L1 (NVIDIA), for data other work-groups
+// stored during this kernel. AMD: the acquiring fence_device already invalidates the L1.
+TURBO3_DEVICE TURBO3_FORCEINLINE float load_coherent(const float* p) {
+#if defined(TURBO3_PLATFORM_CUDA)
+  return __ldcg(p);
+#else
+  return *p;
+#endif
+}
+
 // ---- fp16 ---------------------------------------------------------------------------------------
 using half = __half;
 
