@@ -196,7 +196,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_raw(mma_raw<L>& r, const char* ro
 
 template <class L>
 TURBO3_DEVICE TURBO3_FORCEINLINE typename L::raw_chunk mma_chunk(const mma_raw<L>& r) {
-  if constexpr (L::type == data_type::turbo3) return {r.qs_lo | (r.qs_hi << 16), r.signs};
+  if constexpr (L::type == data_type::turbo3) return {platform::join_halves(r.qs_lo, r.qs_hi), r.signs};
   else return r.c;
 }
 

@@ -264,7 +264,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void tile_store(const tile_raw<L, C::cpt>& t, f
       float x[kv::chunk_values];
       float s = 1.0f;
       if constexpr (L::type == data_type::turbo3) {
-        L::decode16(t.qs_lo[u] | (t.qs_hi[u] << 16), t.signs[u], lut, x);
+        L::decode16(platform::join_halves(t.qs_lo[u], t.qs_hi[u]), t.signs[u], lut, x);
         s = platform::half_bits_to_float(static_cast<uint16_t>(t.norm[u]));
       } else {
         L::decode(t.raw[u], lut, x);

@@ -61,7 +61,7 @@ struct turbo3_loader {
   TURBO3_DEVICE TURBO3_FORCEINLINE static raw_chunk load_raw(const char* row, int c) {
     const uint16_t* b = reinterpret_cast<const uint16_t*>(row + (c >> 3) * block_bytes);
     const int q = c & 7;
-    return {static_cast<uint32_t>(b[1 + 2 * q]) | (static_cast<uint32_t>(b[2 + 2 * q]) << 16), b[17 + q]};
+    return {platform::join_halves(b[1 + 2 * q], b[2 + 2 * q]), b[17 + q]};
   }
 
   TURBO3_DEVICE TURBO3_FORCEINLINE static void decode(const raw_chunk& raw, const turbo3_lut& lut,
@@ -77,9 +77,9 @@ struct turbo3_loader {
     uint32_t even, odd;
     index_words({qs, signs}, even, odd);
     lookup4(even, lut, out + 0);
-    lookup4(even >> 16, lut, out + 4);
+    lookup4(platform::upper_half(even), lut, out + 4);
     lookup4(odd, lut, out + 8);
-    lookup4(odd >> 16, lut, out + 12);
+    lookup4(platform::upper_half(odd), lut, out + 12);
   }
 
   // The nibble words of a chunk: even (values 0,2,..,14 = slots 0..7) and odd (slots 8..15), each
@@ -93,7 +93,7 @@ struct turbo3_loader {
   TURBO3_DEVICE TURBO3_FORCEINLINE static void decode_half2(const raw_chunk& raw, const turbo3_lut& lut, uint32_t out[8]) {
     uint32_t even, odd;
     index_words(raw, even, odd);
-    const uint32_t words[4] = {even, even >> 16, odd, odd >> 16};
+    const uint32_t words[4] = {even, platform::upper_half(even), odd, platform::upper_half(odd)};
     TURBO3_UNROLL
     for (int w = 0; w < 4; ++w) {
       const uint32_t lo = platform::lookup_bytes4(lut.lo_plane[0], lut.lo_plane[1], words[w]);

@@ -29,6 +29,28 @@ TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t lookup_bytes4(uint32_t t_lo, uint32_t 
 #endif
 }
 
+// x >> 16, and lo | hi << 16 for 16-bit lo and hi, written as multiplies: NVIDIA issues them to
+// the FMA pipe, which the turbo3 unpack leaves mostly idle, and not to the integer pipe that its
+// byte permutes keep busy.
+TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t upper_half(uint32_t x) {
+#if defined(TURBO3_PLATFORM_CUDA)
+  uint32_t r;
+  asm("mul.hi.u32 %0, %1, 65536;" : "=r"(r) : "r"(x));
+  return r;
+#else
+  return x >> 16;
+#endif
+}
+TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t join_halves(uint32_t lo, uint32_t hi) {
+#if defined(TURBO3_PLATFORM_CUDA)
+  uint32_t r;
+  asm("mad.lo.u32 %0, %1, 65536, %2;" : "=r"(r) : "r"(hi), "r"(lo));
+  return r;
+#else
+  return lo | (hi << 16);
+#endif
+}
+
 // Bit 2 of nibble n of the result is bit 2n of `bits` (n = 0..7); every other result bit is zero.
 // NVIDIA: one table lookup (each selector nibble holds bits 4k and 4k+2 of `bits`, so it is 0, 1, 4
 // or 5, and its byte of the table puts them at bits 2 and 6). AMD, where a lookup first widens its
