@@ -826,17 +826,8 @@ inline status mma_supported(const attention_params& p) {
 
 template <int D, class KL, class VL, class C>
 status launch_mma_config(const tile_args& a, hipStream_t stream) {
-  static const bool configured =
-      hipFuncSetAttribute(reinterpret_cast<const void*>(&mma_kernel<D, KL, VL, C>),
-                          hipFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(C::smem_bytes)) == hipSuccess;
-  if (!configured) {
-    (void)hipGetLastError();
-    return status::runtime_error;
-  }
-  const dim3 grid(static_cast<unsigned>(a.q_tiles), static_cast<unsigned>(a.n_head_kv * a.head_groups),
-                  static_cast<unsigned>(a.n_seq));
-  mma_kernel<D, KL, VL, C><<<grid, C::threads, C::smem_bytes, stream>>>(a);
-  return hipGetLastError() == hipSuccess ? status::ok : status::runtime_error;
+  static const bool limit_raised = raise_smem_limit(&mma_kernel<D, KL, VL, C>, C::smem_bytes);
+  return launch_prefill_grid(&mma_kernel<D, KL, VL, C>, limit_raised, a, C::threads, C::smem_bytes, stream);
 }
 
 template <int D, class KL, class VL>
