@@ -100,5 +100,17 @@ struct attention_args : attention_views {
   int n_splits, tiles_per_split;
 };
 
+#if TURBO3_HAS_RUNTIME
+// The caller's output row of (query, head, sequence), and one value stored into it as the output
+// type (f16 or f32).
+TURBO3_DEVICE TURBO3_FORCEINLINE char* output_row(const attention_views& a, int query, int head, int seq) {
+  return a.out + query * a.out_nb1 + head * a.out_nb2 + seq * a.out_nb3;
+}
+TURBO3_DEVICE TURBO3_FORCEINLINE void store_output(const attention_views& a, char* row, int d, float v) {
+  if (a.out_f16) reinterpret_cast<platform::half*>(row)[d] = platform::float_to_half(v);
+  else reinterpret_cast<float*>(row)[d] = v;
+}
+#endif  // TURBO3_HAS_RUNTIME
+
 }  // namespace detail
 }  // namespace turbo3

@@ -201,14 +201,12 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void tile_store_out(const tile_args& a, const f
   for (int r = warp; r < ROWS; r += warps) {
     const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);
     if (row.query < 0) continue;
-    char* dst = a.out + row.query * a.out_nb1 + row.head * a.out_nb2 + seq * a.out_nb3;
+    char* dst = output_row(a, row.query, row.head, seq);
     TURBO3_UNROLL
     for (int i = 0; i < per_lane; ++i) {
       const int d = lane + i * ws;
       if (D % ws != 0 && d >= D) continue;
-      const float v = src[r * ld + d];
-      if (a.out_f16) reinterpret_cast<platform::half*>(dst)[d] = platform::float_to_half(v);
-      else reinterpret_cast<float*>(dst)[d] = v;
+      store_output(a, dst, d, src[r * ld + d]);
     }
   }
 }

@@ -425,6 +425,21 @@ inline constexpr int vec_combine_slice = D < block_values ? D : block_values;
 template <int D>
 inline constexpr int vec_combine_slices = D / vec_combine_slice<D>;
 
+// Sum over splits s < n of w[s] * p[s * stride]: `batch` splits' values are loaded before any is
+// added, since the loads are what takes the time. The combine kernel and the in-kernel merge.
+TURBO3_DEVICE TURBO3_FORCEINLINE float weighted_split_sum(const float* p, size_t stride, const float* w, int n) {
+  constexpr int batch = 16;
+  float v = 0.0f;
+  for (int s0 = 0; s0 < n; s0 += batch) {
+    float x[batch];
+    TURBO3_UNROLL
+    for (int b = 0; b < batch; ++b) x[b] = s0 + b < n ? platform::load_coherent(p + (s0 + b) * stride) : 0.0f;
+    TURBO3_UNROLL
+    for (int b = 0; b < batch; ++b) v += (s0 + b < n ? w[s0 + b] : 0.0f) * x[b];
+  }
+  return v;
+}
+
 // One work-group per output row (query, head, seq) and slice: merge the splits, add the sink,
 // normalize, un-rotate, convert and store. Its time is the latency of its loads, so each thread
 // reads its splits' maxima and sums at once, and then its dimension of `batch` splits at a time.
@@ -434,7 +449,6 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_combine_kernel(attentio
   constexpr int W = vec_combine_slice<D>;
   constexpr int n_warps = vec_threads / platform::warp_size;
   constexpr int splits_per_thread = (vec_max_splits + vec_threads - 1) / vec_threads;
-  constexpr int batch = 16;
   static_assert(W <= vec_threads, "one dimension per thread");
   alignas(16) __shared__ float row_s[W];
   __shared__ float split_w[vec_max_splits];
@@ -486,35 +500,21 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_combine_kernel(attentio
   for (int w = 0; w < n_warps; ++w) sum += warp_scalar[1][w];
   const float inv_sum = sum > 0.0f ? 1.0f / sum : 0.0f;
 
-  if (tid < W) {
-    const float* p = first + slice * W + tid;
-    float v = 0.0f;
-    for (int s0 = 0; s0 < n; s0 += batch) {
-      float x[batch];
-      TURBO3_UNROLL
-      for (int b = 0; b < batch; ++b) x[b] = s0 + b < n ? p[(s0 + b) * stride] : 0.0f;
-      TURBO3_UNROLL
-      for (int b = 0; b < batch; ++b) v += (s0 + b < n ? split_w[s0 + b] : 0.0f) * x[b];
-    }
-    row_s[tid] = v * inv_sum;
-  }
+  if (tid < W) row_s[tid] = weighted_split_sum(first + slice * W + tid, stride, split_w, n) * inv_sum;
   platform::sync_threads();
   if constexpr (W == block_values) {
     if (unrotate) rotate_groups_shared<true>(row_s, 1, tid, vec_threads);
   }
-  char* out = a.out + i * a.out_nb1 + h * a.out_nb2 + seq * a.out_nb3;
-  for (int d = tid; d < W; d += vec_threads) {
-    if (a.out_f16) reinterpret_cast<platform::half*>(out)[slice * W + d] = platform::float_to_half(row_s[d]);
-    else reinterpret_cast<float*>(out)[slice * W + d] = row_s[d];
-  }
+  char* out = output_row(a, i, h, seq);
+  for (int d = tid; d < W; d += vec_threads) store_output(a, out, slice * W + d, row_s[d]);
 }
 
 // Split-KV merge inside the VEC kernel, in place of the combine kernel (whose launch, and the
 // wait for the whole grid before it, cost ~14 us of a 161 us decode at depth 131072 on an H200).
 // A work-group that has stored its partial rows counts itself on its (sequence, KV block, query
 // tile) counter; the one that completes the count merges every split's rows as the combine kernel
-// does (maxima, sums, sink; same order of operations), un-rotates, stores the output and clears
-// the counter. The launcher zeroes the counters before the kernel (workspace comes uninitialized).
+// does (maxima, sums, sink, then weighted_split_sum), un-rotates and stores the output. The
+// launcher zeroes the counters before every launch (workspace comes uninitialized).
 // Every thread calls it after its last partial store. scratch: vec_merge_floats<D, NR> floats of
 // shared memory, 16-byte aligned, free once the partial rows are stored.
 template <int D, int NR>
@@ -525,7 +525,6 @@ TURBO3_DEVICE void merge_splits_if_last(const attention_args& a, const vec_conte
                                         int tid) {
   constexpr int n_warps = vec_threads / platform::warp_size;
   constexpr int per_lane = (vec_max_splits + platform::warp_size - 1) / platform::warp_size;
-  constexpr int batch = 16;  // splits whose values a thread loads before it adds any
   static_assert(D % block_values == 0, "the un-rotation takes whole 128-value groups");
   __shared__ bool is_last;
   __shared__ float inv_sum[NR];
@@ -534,10 +533,7 @@ TURBO3_DEVICE void merge_splits_if_last(const attention_args& a, const vec_conte
   const int blocks_per_seq = a.n_head_kv * head_splits;
   unsigned* counter =
       a.split_counters + (static_cast<size_t>(x.seq) * blocks_per_seq + x.kv_block) * a.q_tiles + x.q_tile;
-  if (tid == 0) {
-    is_last = platform::atomic_add(counter, 1u) == static_cast<unsigned>(a.n_splits - 1);
-    if (is_last) *counter = 0u;
-  }
+  if (tid == 0) is_last = platform::atomic_add(counter, 1u) == static_cast<unsigned>(a.n_splits - 1);
   platform::sync_threads();
   if (!is_last) return;
   platform::fence_device();  // the other splits' rows, stored before their counts
@@ -576,17 +572,7 @@ TURBO3_DEVICE void merge_splits_if_last(const attention_args& a, const vec_conte
   platform::sync_threads();
   for (int idx = tid; idx < x.active_rows * D; idx += vec_threads) {
     const int r = idx / D, d = idx % D;
-    const float* p = first + r * (D + 2) + d;
-    const float* w = weight + r * vec_max_splits;
-    float v = 0.0f;
-    for (int s0 = 0; s0 < n; s0 += batch) {
-      float xb[batch];
-      TURBO3_UNROLL
-      for (int b = 0; b < batch; ++b) xb[b] = s0 + b < n ? platform::load_coherent(p + (s0 + b) * stride) : 0.0f;
-      TURBO3_UNROLL
-      for (int b = 0; b < batch; ++b) v += (s0 + b < n ? w[s0 + b] : 0.0f) * xb[b];
-    }
-    rows[idx] = v * inv_sum[r];
+    rows[idx] = weighted_split_sum(first + r * (D + 2) + d, stride, weight + r * vec_max_splits, n) * inv_sum[r];
   }
   platform::sync_threads();
   if (a.unrotate_out) rotate_groups_shared<true>(rows, x.active_rows * D / block_values, tid, vec_threads);
@@ -594,9 +580,7 @@ TURBO3_DEVICE void merge_splits_if_last(const attention_args& a, const vec_conte
     const int r = idx / D, d = idx % D;
     const vec_row row = vec_row_of(a, r, x.kv_head, x.head_split, x.q_tile, x.heads_per_block);
     if (row.query < 0) continue;
-    char* out = a.out + row.query * a.out_nb1 + row.head * a.out_nb2 + x.seq * a.out_nb3;
-    if (a.out_f16) reinterpret_cast<platform::half*>(out)[d] = platform::float_to_half(rows[idx]);
-    else reinterpret_cast<float*>(out)[d] = rows[idx];
+    store_output(a, output_row(a, row.query, row.head, x.seq), d, rows[idx]);
   }
 }
 
