@@ -162,11 +162,16 @@ inline vec_plan make_vec_plan(const attention_params& p, const launch_options& o
   int splits = opt.kv_splits;
   if (splits <= 0) {
     // Up to vec_target_blocks_per_sm work-groups per SM, in one wave (a second, partial wave would
-    // leave most of the GPU idle while it runs). Measured on an H200 (D = 256, 8 KV heads): 2 per
-    // SM beat a full wave of 4 at depth 4096 (turbo3 23.6 vs 30.3 us) and 32768 (65 vs 69 us;
-    // f16 112 vs 140 us): every split adds a Q load, a merge and a partial row to combine.
+    // leave most of the GPU idle while it runs). Measured on an H200 (8 KV heads): a full wave of 4
+    // lost to 2 per SM at depth 4096 and 32768 (every split adds a Q load, a merge and a partial
+    // row); 3 per SM against 2, us at depth 32768 / 131072: f16 D = 256 99.5 / 308 vs 113 / 391,
+    // f16 D = 128 56 / 156 vs 59 / 190, the warp kernel at D = 128 35.7 / 97.5 vs 35.9 / 104, all
+    // unchanged at 4096. The warp kernel at D = 256, whose 3 work-groups fill the register file,
+    // keeps 2: 54.0 / 143 vs 50.1 / 144.
     const int resident = plan.variant == vec_variant::warp ? vec_warp_resident_blocks(plan.head_dim) : 4;
-    const int per_sm = resident < vec_target_blocks_per_sm ? resident : vec_target_blocks_per_sm;
+    const int wanted = plan.variant == vec_variant::warp && plan.head_dim == 256 ? vec_warp_d256_target_blocks
+                                                                                : vec_target_blocks_per_sm;
+    const int per_sm = resident < wanted ? resident : wanted;
     const int64_t target = per_sm * static_cast<int64_t>(multiprocessors);
     splits = static_cast<int>(target / base_blocks);
     if (splits < 1) splits = 1;

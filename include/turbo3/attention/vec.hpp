@@ -21,7 +21,7 @@ namespace detail {
 inline constexpr int vec_threads = 128;
 inline constexpr int vec_tile = 128;          // keys per tile: one per thread in the score phase
 inline constexpr int vec_max_splits = 256;    // the combine kernel keeps one weight per split
-inline constexpr int vec_target_blocks_per_sm = 2;  // split-KV sizing (launch.hpp, make_vec_plan)
+inline constexpr int vec_target_blocks_per_sm = 3;  // split-KV sizing (launch.hpp, make_vec_plan)
 // Chunks whose loads a thread issues together before decoding any. Measured on an H200: batches
 // of 8 for turbo3 (and the first V batch issued before the score phase) raised registers from
 // 126 to 163, cut resident work-groups from 4 to 3 per SM and made decode 1.5x slower; 4 is the
