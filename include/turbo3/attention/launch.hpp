@@ -169,8 +169,8 @@ inline vec_plan make_vec_plan(const attention_params& p, const launch_options& o
     // unchanged at 4096. The warp kernel at D = 256, whose 3 work-groups fill the register file,
     // keeps 2: 54.0 / 143 vs 50.1 / 144.
     const int resident = plan.variant == vec_variant::warp ? vec_warp_resident_blocks(plan.head_dim) : 4;
-    const int wanted = plan.variant == vec_variant::warp && plan.head_dim == 256 ? vec_warp_d256_target_blocks
-                                                                                : vec_target_blocks_per_sm;
+    const int wanted =
+        plan.variant == vec_variant::warp && plan.head_dim == 256 ? vec_warp_min_blocks : vec_target_blocks_per_sm;
     const int per_sm = resident < wanted ? resident : wanted;
     const int64_t target = per_sm * static_cast<int64_t>(multiprocessors);
     splits = static_cast<int>(target / base_blocks);

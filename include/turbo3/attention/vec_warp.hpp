@@ -29,12 +29,11 @@ namespace turbo3 {
 namespace detail {
 
 inline constexpr int vec_warp_rows = 8;  // the fragment's N
-// Work-groups per multiprocessor the kernel is compiled for: the split count aims at 2 for D = 256
-// (vec_warp_d256_target_blocks; launch.hpp, make_vec_plan), so a cap for more (4: 128 registers)
-// only made the compiler reload the lookup tables and shorten its independent chains. Measured on an H200, D = 256 at
+// Work-groups per multiprocessor the kernel is compiled for, and at D = 256 the split planner's
+// target too (launch.hpp, make_vec_plan): a cap for more (4: 128 registers) only made the compiler
+// reload the lookup tables and shorten its independent chains. Measured on an H200, D = 256 at
 // depth 131072: 164 registers, 148 -> 145 us (D = 128 stays at 128 registers).
 inline constexpr int vec_warp_min_blocks = 2;
-inline constexpr int vec_warp_d256_target_blocks = 2;
 // Keys per unit of a split (one 16-key group per warp): finer than vec_tile, so short contexts
 // still spread over a full wave of work-groups.
 inline constexpr int vec_warp_split_keys = 64;
