@@ -85,15 +85,6 @@ int resident_blocks(Kernel kernel, int threads, int fallback) {
   return n;
 }
 
-inline int vec_warp_resident_blocks(int head_dim) {
-  if constexpr (platform::has_mma_m16n8k16) {
-    static const int d128 = resident_blocks(vec_warp_kernel<128, false>, vec_threads, vec_warp_min_blocks);
-    static const int d256 = resident_blocks(vec_warp_kernel<256, false>, vec_threads, vec_warp_min_blocks);
-    return head_dim == 128 ? d128 : d256;
-  }
-  return vec_warp_min_blocks;
-}
-
 // How a VEC call is laid out: rows per work-group, queries per work-group, head and KV splits.
 struct vec_plan {
   int head_dim = 0;
@@ -111,6 +102,82 @@ struct vec_plan {
 // Workspace of a VEC call: the partials, then the split counters.
 inline size_t vec_workspace_bytes(const vec_plan& plan) {
   return plan.partial_floats * sizeof(float) + static_cast<size_t>(plan.split_counters) * sizeof(unsigned);
+}
+
+// ---- dispatch from run-time head dim, types and rows to the template instantiations ----------
+template <auto Kernel>
+struct kernel_constant {
+  static constexpr auto value = Kernel;
+};
+
+// The VEC kernel of a plan (head dim D, variant, rows) for the K/V types, as a kernel_constant
+// passed to f: the launch and the occupancy query both come through here, so they cannot disagree.
+template <int D, class F>
+void with_vec_kernel(const vec_plan& plan, data_type k, data_type v, bool masked, F&& f) {
+  using T3 = kv::turbo3_loader;
+  using F16 = kv::f16_loader;
+  if constexpr (platform::has_mma_m16n8k16 && vec_warp_head_dim(D)) {
+    if (plan.variant == vec_variant::warp) {
+      if (masked) f(kernel_constant<&vec_warp_kernel<D, true>>{});
+      else f(kernel_constant<&vec_warp_kernel<D, false>>{});
+      return;
+    }
+  }
+  if constexpr (platform::has_mma_m16n8k16 && vec_mma_head_dim(D)) {
+    if (plan.variant == vec_variant::matrix) {
+      if (k == data_type::turbo3 && v == data_type::turbo3) f(kernel_constant<&vec_mma_kernel<D, T3, T3>>{});
+      else if (k == data_type::turbo3) f(kernel_constant<&vec_mma_kernel<D, T3, F16>>{});
+      else if (v == data_type::turbo3) f(kernel_constant<&vec_mma_kernel<D, F16, T3>>{});
+      else f(kernel_constant<&vec_mma_kernel<D, F16, F16>>{});
+      return;
+    }
+  }
+  auto with_rows = [&](auto k_loader, auto v_loader) {
+    using KL = decltype(k_loader);
+    using VL = decltype(v_loader);
+    switch (plan.rows) {
+      case 1: f(kernel_constant<&vec_kernel<D, KL, VL, 1>>{}); break;
+      case 2: f(kernel_constant<&vec_kernel<D, KL, VL, 2>>{}); break;
+      case 4: f(kernel_constant<&vec_kernel<D, KL, VL, 4>>{}); break;
+      case 8: f(kernel_constant<&vec_kernel<D, KL, VL, 8>>{}); break;
+      default:
+        if constexpr (vec_max_rows(D) >= 16) f(kernel_constant<&vec_kernel<D, KL, VL, 16>>{});
+        break;
+    }
+  };
+  if constexpr (D % block_values == 0) {
+    if (k == data_type::turbo3 && v == data_type::turbo3) return with_rows(T3{}, T3{});
+    if (k == data_type::turbo3) return with_rows(T3{}, F16{});
+    if (v == data_type::turbo3) return with_rows(F16{}, T3{});
+  }
+  with_rows(F16{}, F16{});
+}
+
+template <class F>
+void with_vec_kernel_dim(int head_dim, const vec_plan& plan, data_type k, data_type v, bool masked, F&& f) {
+  switch (head_dim) {
+    case 64: with_vec_kernel<64>(plan, k, v, masked, f); break;
+    case 128: with_vec_kernel<128>(plan, k, v, masked, f); break;
+    case 256: with_vec_kernel<256>(plan, k, v, masked, f); break;
+    case 512: with_vec_kernel<512>(plan, k, v, masked, f); break;
+    default: break;
+  }
+}
+
+// Work-groups of a plan's kernel resident per multiprocessor (registers and shared memory decide
+// it, and they differ between kernels and architectures: f16 at D = 256 fits 3 on an H200, D = 512
+// 2), queried once per kernel and process.
+template <auto Kernel>
+int resident_blocks_of() {
+  static const int n = resident_blocks(Kernel, vec_threads, vec_target_blocks_per_sm);
+  return n;
+}
+
+inline int vec_resident_blocks(const vec_plan& plan, data_type k, data_type v, bool masked) {
+  int n = vec_target_blocks_per_sm;
+  with_vec_kernel_dim(plan.head_dim, plan, k, v, masked,
+                         [&](auto kernel) { n = resident_blocks_of<decltype(kernel)::value>(); });
+  return n;
 }
 
 inline bool aligned16(const tensor_view& t) {
@@ -161,17 +228,14 @@ inline vec_plan make_vec_plan(const attention_params& p, const launch_options& o
   const int64_t base_blocks = p.n_seq() * p.n_head_kv() * plan.head_splits * plan.q_tiles;
   int splits = opt.kv_splits;
   if (splits <= 0) {
-    // Up to vec_target_blocks_per_sm work-groups per SM, in one wave (a second, partial wave would
-    // leave most of the GPU idle while it runs). Measured on an H200 (8 KV heads): a full wave of 4
-    // lost to 2 per SM at depth 4096 and 32768 (every split adds a Q load, a merge and a partial
-    // row); 3 per SM against 2, us at depth 32768 / 131072: f16 D = 256 99.5 / 308 vs 113 / 391,
-    // f16 D = 128 56 / 156 vs 59 / 190, the warp kernel at D = 128 35.7 / 97.5 vs 35.9 / 104, all
-    // unchanged at 4096. The warp kernel at D = 256, whose 3 work-groups fill the register file,
-    // keeps 2: 54.0 / 143 vs 50.1 / 144.
-    const int resident = plan.variant == vec_variant::warp ? vec_warp_resident_blocks(plan.head_dim) : 4;
-    const int wanted =
-        plan.variant == vec_variant::warp && plan.head_dim == 256 ? vec_warp_min_blocks : vec_target_blocks_per_sm;
-    const int per_sm = resident < wanted ? resident : wanted;
+    // Up to vec_target_blocks_per_sm work-groups per SM, fewer where fewer are resident, in one
+    // wave (a second, partial wave would leave most of the GPU idle while it runs). Measured on an
+    // H200 (8 KV heads): a full wave of 4 lost to 2 per SM at depth 4096 and 32768 (every split
+    // adds a Q load, a merge and a partial row); 3 per SM against 2, us at depth 32768 / 131072:
+    // f16 D = 256 99.5 / 308 vs 113 / 391, f16 D = 128 56 / 156 vs 59 / 190, all unchanged at 4096.
+    // The turbo3 warp kernel at D = 256 fits 2 (its registers: vec_warp_min_blocks).
+    const int resident = vec_resident_blocks(plan, p.k.type, p.v.type, p.mask.data != nullptr);
+    const int per_sm = resident < vec_target_blocks_per_sm ? resident : vec_target_blocks_per_sm;
     const int64_t target = per_sm * static_cast<int64_t>(multiprocessors);
     splits = static_cast<int>(target / base_blocks);
     if (splits < 1) splits = 1;
@@ -191,64 +255,12 @@ inline attention_args make_args(const attention_params& p) {
   return a;
 }
 
-// ---- dispatch from run-time head dim, types and rows to the template instantiations ----------
-template <int D, class KL, class VL, int NR>
-void launch_vec_kernel(const attention_args& a, const vec_plan& plan, hipStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(plan.n_splits), static_cast<unsigned>(a.n_head_kv * plan.head_splits),
-                  static_cast<unsigned>(a.n_seq * plan.q_tiles));
-  vec_kernel<D, KL, VL, NR><<<grid, vec_threads, 0, stream>>>(a, plan.head_splits);
-}
-
-template <int D, class KL, class VL>
-void launch_vec_rows(const attention_args& a, const vec_plan& plan, hipStream_t stream) {
-  switch (plan.rows) {
-    case 1: launch_vec_kernel<D, KL, VL, 1>(a, plan, stream); break;
-    case 2: launch_vec_kernel<D, KL, VL, 2>(a, plan, stream); break;
-    case 4: launch_vec_kernel<D, KL, VL, 4>(a, plan, stream); break;
-    case 8: launch_vec_kernel<D, KL, VL, 8>(a, plan, stream); break;
-    default:
-      if constexpr (vec_max_rows(D) >= 16) launch_vec_kernel<D, KL, VL, 16>(a, plan, stream);
-      break;
-  }
-}
-
-template <int D, class KL, class VL>
-void launch_vec_mma(const attention_args& a, const vec_plan& plan, hipStream_t stream) {
-  if constexpr (vec_mma_head_dim(D)) {
-    const dim3 grid(static_cast<unsigned>(plan.n_splits), static_cast<unsigned>(a.n_head_kv * plan.head_splits),
-                    static_cast<unsigned>(a.n_seq * plan.q_tiles));
-    vec_mma_kernel<D, KL, VL><<<grid, vec_threads, 0, stream>>>(a, plan.head_splits);
-  }
-}
-
 template <int D>
 void launch_vec_types(const attention_args& a, const vec_plan& plan, data_type k, data_type v, hipStream_t stream) {
-  using T3 = kv::turbo3_loader;
-  using F16 = kv::f16_loader;
-  if constexpr (platform::has_mma_m16n8k16 && vec_warp_head_dim(D)) {
-    if (plan.variant == vec_variant::warp) {
-      const dim3 grid(static_cast<unsigned>(plan.n_splits), static_cast<unsigned>(a.n_head_kv * plan.head_splits),
-                      static_cast<unsigned>(a.n_seq * plan.q_tiles));
-      const bool word_rows = a.k_nb1 % 4 == 0 && a.v_nb1 % 4 == 0;
-      if (a.mask) vec_warp_kernel<D, true><<<grid, vec_threads, 0, stream>>>(a, plan.head_splits, word_rows);
-      else vec_warp_kernel<D, false><<<grid, vec_threads, 0, stream>>>(a, plan.head_splits, word_rows);
-      return;
-    }
-  }
-  if constexpr (platform::has_mma_m16n8k16 && vec_mma_head_dim(D)) {
-    if (plan.variant == vec_variant::matrix) {
-      if (k == data_type::turbo3 && v == data_type::turbo3) return launch_vec_mma<D, T3, T3>(a, plan, stream);
-      if (k == data_type::turbo3) return launch_vec_mma<D, T3, F16>(a, plan, stream);
-      if (v == data_type::turbo3) return launch_vec_mma<D, F16, T3>(a, plan, stream);
-      return launch_vec_mma<D, F16, F16>(a, plan, stream);
-    }
-  }
-  if constexpr (D % block_values == 0) {
-    if (k == data_type::turbo3 && v == data_type::turbo3) return launch_vec_rows<D, T3, T3>(a, plan, stream);
-    if (k == data_type::turbo3) return launch_vec_rows<D, T3, F16>(a, plan, stream);
-    if (v == data_type::turbo3) return launch_vec_rows<D, F16, T3>(a, plan, stream);
-  }
-  launch_vec_rows<D, F16, F16>(a, plan, stream);
+  const dim3 grid(static_cast<unsigned>(plan.n_splits), static_cast<unsigned>(a.n_head_kv * plan.head_splits),
+                  static_cast<unsigned>(a.n_seq * plan.q_tiles));
+  with_vec_kernel<D>(plan, k, v, a.mask != nullptr,
+                     [&](auto kernel) { decltype(kernel)::value<<<grid, vec_threads, 0, stream>>>(a, plan.head_splits); });
 }
 
 template <int D>
@@ -318,8 +330,13 @@ inline size_t workspace_bytes(const attention_params& p, const launch_options& o
 
 // One-time setup outside any capture: caches the device's properties.
 inline status init(int device) {
-  (void)detail::vec_warp_resident_blocks(128);  // occupancy queries, cached
-  (void)detail::vec_warp_resident_blocks(256);
+  for (int d : {128, 256}) {  // occupancy queries of the default turbo3 decode kernels, cached
+    detail::vec_plan plan;
+    plan.head_dim = d;
+    plan.variant = vec_variant::warp;
+    plan.rows = detail::vec_warp_rows;
+    (void)detail::vec_resident_blocks(plan, data_type::turbo3, data_type::turbo3, false);
+  }
   return detail::multiprocessor_count(device) > 0 ? status::ok : status::runtime_error;
 }
 

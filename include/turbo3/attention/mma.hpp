@@ -287,8 +287,9 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_tile(const mma_tile_raw<KL, VL, 
 // accumulators).
 // k_row(i) / v_row(i): where key i of the tile starts (the cache itself, or the staged copy).
 template <class KL, class VL, class C, class KRow, class VRow>
-TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_store_tile(const tile_args& a, KRow k_row, VRow v_row, int n_valid,
-                                                         uint16_t* k16, uint16_t* vt16, int tid) {
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_store_tile(const tile_args& a, const turbo3_lut& lut, KRow k_row,
+                                                         VRow v_row, int n_valid, uint16_t* k16, uint16_t* vt16,
+                                                         int tid) {
   constexpr int kb = C::batch < C::k_per_thread ? C::batch : C::k_per_thread;
   constexpr int vb = C::batch < C::v_per_thread ? C::batch : C::v_per_thread;
   constexpr int k_rounds = (C::k_per_thread + kb - 1) / kb, v_rounds = (C::v_per_thread + vb - 1) / vb;
@@ -318,13 +319,13 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_store_tile(const tile_args& a, KR
     for (int b = 0; b < kb; ++b) {
       const int u = round * kb + b, item = tid + C::threads * u;
       if (u < C::k_per_thread && item < C::k_items)
-        mma_store_k<KL>(rk[b], a.lut, k16 + (item / C::chunks) * C::ldk + (item % C::chunks) * kv::chunk_values);
+        mma_store_k<KL>(rk[b], lut, k16 + (item / C::chunks) * C::ldk + (item % C::chunks) * kv::chunk_values);
     }
     TURBO3_UNROLL
     for (int b = 0; b < vb; ++b) {
       const int u = round * vb + b, item = tid + C::threads * u;
       if (u < C::v_per_thread && item < C::v_items)
-        mma_store_v<VL, C::ldv>(rv[b][0], rv[b][1], a.lut, vt16, item / (C::keys / 2), 2 * (item % (C::keys / 2)));
+        mma_store_v<VL, C::ldv>(rv[b][0], rv[b][1], lut, vt16, item / (C::keys / 2), 2 * (item % (C::keys / 2)));
     }
   }
 }
@@ -390,6 +391,8 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   const int kv_head = static_cast<int>(blockIdx.y) / a.head_groups;
   const int head_group = static_cast<int>(blockIdx.y) % a.head_groups;
   const int seq = static_cast<int>(blockIdx.z);
+  const turbo3_lut lut =
+      KL::type == data_type::turbo3 || VL::type == data_type::turbo3 ? lut_in_registers(a.lut) : a.lut;
 
   int kv_end = a.n_kv;
   if (a.causal) {
@@ -512,12 +515,12 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
       const char* const st = reinterpret_cast<const char*>(stages + (t % 2) * C::raw_stage_bytes);
       const uint32_t k0 = k_low + static_cast<uint32_t>(j0) * k_step, v0 = v_low + static_cast<uint32_t>(j0) * v_step;
       mma_load_store_tile<KL, VL, C>(
-          a, [&](int i) { return st + i * C::raw_pitch + ((k0 + static_cast<uint32_t>(i) * k_step) & 15u); },
+          a, lut, [&](int i) { return st + i * C::raw_pitch + ((k0 + static_cast<uint32_t>(i) * k_step) & 15u); },
           [&](int i) { return st + C::raw_tile_bytes + i * C::raw_pitch + ((v0 + static_cast<uint32_t>(i) * v_step) & 15u); },
           n_valid, k16_of(b), vt16_of(b), tid);
     } else {
       mma_load_store_tile<KL, VL, C>(
-          a, [&](int i) { return k_head + static_cast<int64_t>(j0 + i) * a.k_nb1; },
+          a, lut, [&](int i) { return k_head + static_cast<int64_t>(j0 + i) * a.k_nb1; },
           [&](int i) { return v_head + static_cast<int64_t>(j0 + i) * a.v_nb1; }, n_valid, k16_of(b), vt16_of(b), tid);
     }
   };
@@ -556,7 +559,7 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
       issue_stage(t + 2);
     } else {
       if constexpr (C::prefetch) {
-        mma_store_tile<KL, VL, C>(raw, a.lut, k16, vt16, tid);
+        mma_store_tile<KL, VL, C>(raw, lut, k16, vt16, tid);
         if (t + 1 < n_tiles)
           mma_load_tile<KL, VL, C>(raw, a, k_head, v_head, j0 + C::keys, min(C::keys, kv_end - j0 - C::keys), tid);
       } else {

@@ -305,6 +305,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
   const int kv_head = static_cast<int>(blockIdx.y) / a.head_groups;
   const int head_group = static_cast<int>(blockIdx.y) % a.head_groups;
   const int seq = static_cast<int>(blockIdx.z);
+  const turbo3_lut lut =
+      KL::type == data_type::turbo3 || VL::type == data_type::turbo3 ? lut_in_registers(a.lut) : a.lut;
 
   // Keys this work-group can see: with causal, nothing past its last query's diagonal.
   int kv_end = a.n_kv;
@@ -357,7 +359,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
   for (int t = 0; t < n_tiles; ++t) {
     const int j0 = t * C::keys;
     const int n_valid = min(C::keys, kv_end - j0);
-    tile_store<C>(k_raw, kv_s, n_valid, a.lut, tid);
+    tile_store<C>(k_raw, kv_s, n_valid, lut, tid);
     tile_load_raw<C>(v_raw, v_head, a.v_nb1, j0, n_valid, tid);
     platform::sync_threads();
 
@@ -415,7 +417,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
     platform::sync_threads();
 
     // V replaces K in the shared tile; the next K tile's loads are issued before the softmax.
-    tile_store<C>(v_raw, kv_s, n_valid, a.lut, tid);
+    tile_store<C>(v_raw, kv_s, n_valid, lut, tid);
     if (t + 1 < n_tiles) tile_load_raw<C>(k_raw, k_head, a.k_nb1, j0 + C::keys, min(C::keys, kv_end - j0 - C::keys), tid);
 
     // ---- online softmax over the tile, one row per tpr threads --------------------------------

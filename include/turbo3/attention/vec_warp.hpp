@@ -19,6 +19,8 @@
 // Up to 8 query rows (heads of a GQA group x queries); turbo3 K and V; D = 128 or 256.
 #pragma once
 
+#include <type_traits>
+
 #include "turbo3/attention/vec.hpp"
 #include "turbo3/platform/async_copy.hpp"
 #include "turbo3/platform/mma.hpp"
@@ -29,16 +31,22 @@ namespace turbo3 {
 namespace detail {
 
 inline constexpr int vec_warp_rows = 8;  // the fragment's N
-// Work-groups per multiprocessor the kernel is compiled for, and at D = 256 the split planner's
-// target too (launch.hpp, make_vec_plan): a cap for more (4: 128 registers) only made the compiler
-// reload the lookup tables and shorten its independent chains. Measured on an H200, D = 256 at
-// depth 131072: 164 registers, 148 -> 145 us (D = 128 stays at 128 registers).
+// Work-groups per multiprocessor the kernel is compiled for (the split planner asks the runtime how
+// many fit: launch.hpp, vec_resident_blocks): a cap for more (4: 128 registers) only made the
+// compiler reload the lookup tables and shorten its independent chains (H200, D = 256 at depth
+// 131072: 148 -> 145 us with the cap lifted). Now 194 registers at D = 256 (2 fit), 160-168 at 128 (3).
 inline constexpr int vec_warp_min_blocks = 2;
 // Keys per unit of a split (one 16-key group per warp): finer than vec_tile, so short contexts
 // still spread over a full wave of work-groups.
 inline constexpr int vec_warp_split_keys = 64;
 
 TURBO3_HD constexpr bool vec_warp_head_dim(int d) { return d == 128 || d == 256; }
+
+// Staging copy size for K/V row strides in bytes: 8 or 4 where both strides are multiples of it,
+// else 2 (rows copied with ordinary loads).
+TURBO3_HD constexpr int vec_row_unit(int64_t k_nb1, int64_t v_nb1) {
+  return k_nb1 % 8 == 0 && v_nb1 % 8 == 0 ? 8 : k_nb1 % 4 == 0 && v_nb1 % 4 == 0 ? 4 : 2;
+}
 
 template <int D>
 struct vec_warp_config {
@@ -49,13 +57,25 @@ struct vec_warp_config {
   static constexpr int n_warps = vec_threads / 32;
   static constexpr int m_tiles = D / 16;
   static constexpr int row_bytes = blocks * static_cast<int>(block_bytes);
-  // A staged row starts 0 or 2 bytes into its first word, so shared and global words line up
-  // (4-byte copies need both sides aligned); the pitch leaves room for that shift.
-  static constexpr int pitch = (row_bytes + 2 + 3) / 4 * 4;
+  // A staged row starts as many bytes into its first copy unit as it does in the cache (0 or 2
+  // with 4-byte copies, 0-6 with 8-byte ones), so shared and global units line up. The pitch, in
+  // 4-byte words, is 4 mod 8: the score loads (8 rows x 4 adjacent words) and the value loads
+  // (rows 0, 2, 4, 6 x 8 adjacent words) then fall on 32 distinct banks. Measured on an H200 with
+  // the old pitch (26 words at D = 256): a third of the shared-load wavefronts were conflicts.
+  static constexpr int pitch_words_min = (row_bytes + 6 + 3) / 4;
+  static constexpr int pitch = 4 * (pitch_words_min + (12 - pitch_words_min % 8) % 8);
+  static_assert(pitch % 32 == 16 && pitch / 4 >= pitch_words_min, "conflict-free pitch");
+  // 4-byte copies: one lane per word of a row.
   static constexpr int max_row_words = (row_bytes + 2 + 3) / 4;   // words a row touches at most
   static constexpr int lanes_per_row = max_row_words > 16 ? 32 : 16;
   static constexpr int rows_per_pass = 32 / lanes_per_row;
   static constexpr int passes = group / rows_per_pass;
+  // 8-byte copies (row strides a multiple of 8): one lane per 8-byte unit, half the copies.
+  static constexpr int max_row_units8 = (row_bytes + 6 + 7) / 8;
+  static constexpr int lanes_per_row8 = max_row_units8 > 8 ? 16 : 8;
+  static constexpr int rows_per_pass8 = 32 / lanes_per_row8;
+  static constexpr int passes8 = group / rows_per_pass8;
+  static_assert(8 * max_row_units8 <= pitch, "8-byte units stay inside a row's slot");
   static constexpr int tile_bytes = group * pitch;       // one group of K (or V) rows
   static constexpr int stage_bytes = 2 * tile_bytes;     // K, then V
   static constexpr int staging_bytes = n_warps * stages * stage_bytes;
@@ -72,37 +92,42 @@ struct vec_warp_config {
   static_assert(vec_warp_split_keys == group * n_warps, "a split unit is one group per warp");
 };
 
-// `word_rows`: the K and V row strides are multiples of 4 bytes, so every row of a head has the
-// same alignment and is staged with 4-byte asynchronous copies, one lane per word (a row of 50-byte
-// blocks may start on a 2-byte boundary: the copy then begins 2 bytes early, inside the word that
-// holds the row's first byte, and a last half word is read alone and zero-filled). Otherwise rows
-// are copied in 2-byte units with ordinary loads (correct for any layout, but not overlapped).
+// Rows are staged in units of `row_unit` bytes (vec_row_unit: the largest of 8 and 4 that divides
+// both row strides, so every row of a head has the same alignment to it), with asynchronous copies
+// of that size, one lane per unit (a row of 50-byte blocks may start inside a unit: the copy then begins at the
+// unit's start, and a last partial unit is read alone and zero-filled); 2: rows are copied in
+// 2-byte units with ordinary loads (correct for any layout, but not overlapped).
 // MASKED: the call has a mask (a separate instantiation keeps the common unmasked softmax free of
 // mask loads and their branches).
 template <int D, bool MASKED>
-TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) vec_warp_kernel(attention_args a, int head_splits, bool word_rows) {
+TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) vec_warp_kernel(attention_args a, int head_splits) {
   using C = vec_warp_config<D>;
   using L = kv::turbo3_loader;
   constexpr int NR = C::NR;
   constexpr int G = C::group;
   __shared__ __align__(16) unsigned char smem[C::smem_bytes];
   __shared__ float w_all[C::n_warps][C::w_floats];
-  // Q fragments in shared memory rather than registers (they would cost 32 registers at D = 256
-  // and a fourth resident work-group): [fragment][lane], one 8-byte pair per lane, conflict-free.
-  __shared__ uint2 q_frag[C::q_frags][32];
 
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   const vec_context x = make_vec_context(a, head_splits);
+  const int row_unit = vec_row_unit(a.k_nb1, a.v_nb1);
+  // The lookup tables stay kernel arguments: kept in registers (lut_in_registers) the kernel issues
+  // 3% fewer instructions and is no faster (H200: D = 256 143 -> 143-144 us, D = 128 78 -> 80 us).
+  const turbo3_lut& lut = a.lut;
 
-  // ---- Q fragments (B operand of the scores): row g, chunk 8b+t+4h, k-step k --------------------
+  // ---- Q fragments (B operand of the scores): row g, chunk 8b+t+4h, k-step k, in registers (the
+  // kernel is compiled for 2 work-groups per SM, so the 32 registers they take at D = 256 are free;
+  // in shared memory they cost 16 loads per group) -------------------------------------------------
+  uint2 q_frag[C::q_frags];
   {
     float* q_s = reinterpret_cast<float*>(smem);
     load_queries<D, L, NR>(a, x, q_s, q_s + NR * D, tid);
-    for (int f = warp; f < C::q_frags; f += C::n_warps) {
+    TURBO3_UNROLL
+    for (int f = 0; f < C::q_frags; ++f) {
       const int b = f / 8, h = (f / 4) % 2, k = f % 4;
       const float* q = q_s + g * D + (8 * b + t + 4 * h) * kv::chunk_values + 4 * k;
-      q_frag[f][lane] = make_uint2(platform::pack_half2(q[0], q[1]), platform::pack_half2(q[2], q[3]));
+      q_frag[f] = make_uint2(platform::pack_half2(q[0], q[1]), platform::pack_half2(q[2], q[3]));
     }
     platform::sync_threads();  // the staging ring reuses q_s
   }
@@ -117,57 +142,65 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
   float* w_s = w_all[warp];
 
   auto group_start = [&](int i) { return range_begin + (warp + i * C::n_warps) * G; };
-  const int k_shift = word_rows ? static_cast<int>(reinterpret_cast<uintptr_t>(x.k_head) & 2) : 0;
-  const int v_shift = word_rows ? static_cast<int>(reinterpret_cast<uintptr_t>(x.v_head) & 2) : 0;
-  // Rows j0 .. j0+n-1 of one head into dst (row r at r * pitch + shift). What each lane copies
-  // (its word of a row, whole or the row's last half word) is fixed for the whole kernel.
-  const int copy_word = lane % C::lanes_per_row, copy_row = lane / C::lanes_per_row;
+  // Where a row starts inside its first copy unit (the same for every row of a head).
+  const int unit_mask = row_unit == 8 ? 6 : row_unit == 4 ? 2 : 0;
+  const int k_shift = static_cast<int>(reinterpret_cast<uintptr_t>(x.k_head) & unit_mask);
+  const int v_shift = static_cast<int>(reinterpret_cast<uintptr_t>(x.v_head) & unit_mask);
+  // What each lane copies of every row (a whole unit, or the row's last partial unit and how many
+  // of its bytes) is fixed for the whole kernel. Rows j0 .. j0+n-1 go to row r * pitch + shift.
+  const int lanes_per_row = row_unit == 8 ? C::lanes_per_row8 : C::lanes_per_row;
+  const int copy_unit = lane % lanes_per_row, copy_row = lane / lanes_per_row;
   struct copy_plan {
     int shift;
-    bool whole, half;  // this lane copies a whole word of each row, or the row's last 2 bytes
+    bool active;  // this lane copies a unit of each row: a whole one, or the row's last partial one
+    int bytes;    // of that unit, read from the cache (the rest of a partial unit is zero-filled)
   };
   auto make_copy_plan = [&](int shift) {
-    const int span = C::row_bytes + shift;  // bytes from the first word's start to the row's end
-    const int words = (span + 3) / 4;
-    const bool partial_last = (span & 3) != 0;
-    return copy_plan{shift, copy_word < words - (partial_last ? 1 : 0), partial_last && copy_word == words - 1};
+    const int unit = row_unit == 8 ? 8 : 4;
+    const int span = C::row_bytes + shift;  // bytes from the first unit's start to the row's end
+    const int units = (span + unit - 1) / unit;
+    const int last = span - unit * (units - 1);
+    return copy_plan{shift, copy_unit < units, copy_unit == units - 1 ? last : unit};
   };
   const copy_plan k_copy = make_copy_plan(k_shift), v_copy = make_copy_plan(v_shift);
   const platform::async_destination ring_dst =
-      platform::async_destination_of(ring) + copy_row * C::pitch + 4 * copy_word;
-  // Whether any lane copies a half word: rows whose span is whole words (D = 256 rows that start on
-  // a word) need no tail copies, and a full group no per-row checks; both are warp-uniform, so the
-  // common case issues one copy and one pointer step per row and lane.
-  const bool k_tails = ((C::row_bytes + k_shift) & 3) != 0;
-  const bool v_tails = ((C::row_bytes + v_shift) & 3) != 0;
-  auto copy_rows = [&](int dst_offset, const char* head, int64_t nb1, const copy_plan& cp, bool tails, int j0, int n) {
-    if (word_rows) {
-      const char* src = head + static_cast<int64_t>(j0 + copy_row) * nb1 - cp.shift + 4 * copy_word;
-      const platform::async_destination d = ring_dst + dst_offset;
-      const int64_t step = C::rows_per_pass * nb1;
-      if (n == G && !tails) {
-        if (cp.whole) {
-          TURBO3_UNROLL
-          for (int pass = 0; pass < C::passes; ++pass) {
-            platform::async_copy<4>(d + pass * C::rows_per_pass * C::pitch, src);
-            src += step;
-          }
+      platform::async_destination_of(ring) + copy_row * C::pitch + row_unit * copy_unit;
+  // Per pass, one copy and one pointer step per lane; a full group (warp-uniform) needs no per-row
+  // checks, so the common case has no branch per row.
+  auto copy_units = [&](auto unit_c, auto rows_per_pass_c, const platform::async_destination d, const char* head,
+                        int64_t nb1, const copy_plan& cp, int j0, int n) {
+    constexpr int unit = decltype(unit_c)::value, rpp = decltype(rows_per_pass_c)::value;
+    const char* src = head + static_cast<int64_t>(j0 + copy_row) * nb1 - cp.shift + unit * copy_unit;
+    const int64_t step = rpp * nb1;
+    if (n == G) {
+      if (cp.active) {
+        TURBO3_UNROLL
+        for (int pass = 0; pass < G / rpp; ++pass) {
+          platform::async_copy_sized<unit>(d + pass * rpp * C::pitch, src, cp.bytes);
+          src += step;
         }
-        return;
       }
-      TURBO3_UNROLL
-      for (int pass = 0; pass < C::passes; ++pass) {
-        const bool row_ok = n == G || copy_row + pass * C::rows_per_pass < n;
-        if (cp.whole && row_ok) platform::async_copy<4>(d + pass * C::rows_per_pass * C::pitch, src);
-        if (cp.half && row_ok) platform::async_copy2_of4(d + pass * C::rows_per_pass * C::pitch, src);
-        src += step;
-      }
+      return;
+    }
+    TURBO3_UNROLL
+    for (int pass = 0; pass < G / rpp; ++pass) {
+      if (cp.active && copy_row + pass * rpp < n) platform::async_copy_sized<unit>(d + pass * rpp * C::pitch, src, cp.bytes);
+      src += step;
+    }
+  };
+  auto copy_rows = [&](int dst_offset, const char* head, int64_t nb1, const copy_plan& cp, int j0, int n) {
+    if (row_unit == 8) {
+      copy_units(std::integral_constant<int, 8>{}, std::integral_constant<int, C::rows_per_pass8>{},
+                 ring_dst + dst_offset, head, nb1, cp, j0, n);
+    } else if (row_unit == 4) {
+      copy_units(std::integral_constant<int, 4>{}, std::integral_constant<int, C::rows_per_pass>{},
+                 ring_dst + dst_offset, head, nb1, cp, j0, n);
     } else {
       unsigned char* dst = ring + dst_offset;
-      for (int r = copy_row; r < n; r += C::rows_per_pass) {
+      for (int r = lane / C::lanes_per_row; r < n; r += C::rows_per_pass) {
         const uint16_t* src = reinterpret_cast<const uint16_t*>(head + static_cast<int64_t>(j0 + r) * nb1);
         uint16_t* d = reinterpret_cast<uint16_t*>(dst + r * C::pitch);
-        for (int c = copy_word; c < C::row_bytes / 2; c += C::lanes_per_row) d[c] = src[c];
+        for (int c = lane % C::lanes_per_row; c < C::row_bytes / 2; c += C::lanes_per_row) d[c] = src[c];
       }
     }
   };
@@ -176,8 +209,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
       const int j0 = group_start(i);
       const int n = min(G, range_end - j0);
       const int slot = (i % C::stages) * C::stage_bytes;
-      copy_rows(slot, x.k_head, a.k_nb1, k_copy, k_tails, j0, n);
-      copy_rows(slot + C::tile_bytes, x.v_head, a.v_nb1, v_copy, v_tails, j0, n);
+      copy_rows(slot, x.k_head, a.k_nb1, k_copy, j0, n);
+      copy_rows(slot + C::tile_bytes, x.v_head, a.v_nb1, v_copy, j0, n);
     }
     platform::async_commit();  // one group per step, empty or not, so the wait count stays exact
   };
@@ -238,12 +271,12 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
       TURBO3_UNROLL
       for (int h = 0; h < 2; ++h) {
         uint32_t ha[8], hb[8];
-        L::decode_half2(L::load_raw(row_a, 8 * b + t + 4 * h), a.lut, ha);
-        L::decode_half2(L::load_raw(row_b, 8 * b + t + 4 * h), a.lut, hb);
+        L::decode_half2(L::load_raw(row_a, 8 * b + t + 4 * h), lut, ha);
+        L::decode_half2(L::load_raw(row_b, 8 * b + t + 4 * h), lut, hb);
         TURBO3_UNROLL
         for (int k = 0; k < 4; ++k) {
           const uint32_t frag[4] = {ha[2 * k], hb[2 * k], ha[2 * k + 1], hb[2 * k + 1]};
-          const uint2 qf = q_frag[(b * 2 + h) * 4 + k][lane];
+          const uint2 qf = q_frag[(b * 2 + h) * 4 + k];
           const uint32_t qb[2] = {qf.x, qf.y};
           platform::mma_m16n8k16(part[h], frag, qb);
         }
@@ -320,8 +353,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
     TURBO3_UNROLL
     for (int b = 0; b < C::blocks; ++b) {
       uint32_t p01[16], p89[16];
-      L::decode_pairs(v_raw[b][0], v_raw[b][1], a.lut, p01);
-      L::decode_pairs(v_raw[b][2], v_raw[b][3], a.lut, p89);
+      L::decode_pairs(v_raw[b][0], v_raw[b][1], lut, p01);
+      L::decode_pairs(v_raw[b][2], v_raw[b][3], lut, p89);
       TURBO3_UNROLL
       for (int k = 0; k < 8; ++k) {
         const uint32_t frag[4] = {p01[k], p01[k + 8], p89[k], p89[k + 8]};

@@ -16,9 +16,13 @@ namespace turbo3 {
 
 // The eight codebook levels as fp16 bytes split into two planes (low bytes, high bytes), four
 // registers in all: a byte permute with 3-bit indices looks up four levels at once.
+// sign_spread: the byte-permute table (NVIDIA) that moves sign bits 2n and 2n+2 of a chunk to bit 2
+// of nibbles n and n+1 (platform::even_bits_to_nibble_bit2); carried here so that a kernel can keep
+// all of its lookup tables in registers (as immediates they are re-materialized before each use).
 struct turbo3_lut {
   uint32_t lo_plane[2];
   uint32_t hi_plane[2];
+  uint32_t sign_spread[2];
 };
 
 inline turbo3_lut make_turbo3_lut(codebook cb) {
@@ -29,10 +33,27 @@ inline turbo3_lut make_turbo3_lut(codebook cb) {
     lut.lo_plane[i / 4] |= (h & 0xffu) << (8 * (i % 4));
     lut.hi_plane[i / 4] |= (h >> 8) << (8 * (i % 4));
   }
+  lut.sign_spread[0] = 0x00000400u;  // selector nibble s in {0, 1, 4, 5} -> byte (s & 1) << 2 | (s & 4) << 4
+  lut.sign_spread[1] = 0x00004440u;
   return lut;
 }
 
 #if TURBO3_HAS_RUNTIME
+
+// The tables of a kernel argument, each in a register of its own for the whole kernel: a kernel
+// that calls this once at its start does not re-copy them from uniform registers before each byte
+// permute (which the compiler otherwise does: 88 copies per 16-key group in the warp decode kernel,
+// about 20 per 16-value chunk in the TILE kernel, measured on an H200).
+TURBO3_DEVICE TURBO3_FORCEINLINE turbo3_lut lut_in_registers(const turbo3_lut& in) {
+  turbo3_lut lut;
+  TURBO3_UNROLL
+  for (int i = 0; i < 2; ++i) {
+    lut.lo_plane[i] = platform::keep_in_register(in.lo_plane[i]);
+    lut.hi_plane[i] = platform::keep_in_register(in.hi_plane[i]);
+    lut.sign_spread[i] = platform::keep_in_register(in.sign_spread[i]);
+  }
+  return lut;
+}
 
 namespace kv {
 
@@ -75,7 +96,7 @@ struct turbo3_loader {
   TURBO3_DEVICE TURBO3_FORCEINLINE static void decode16(uint32_t qs, uint32_t signs, const turbo3_lut& lut,
                                                        float out[chunk_values]) {
     uint32_t even, odd;
-    index_words({qs, signs}, even, odd);
+    index_words({qs, signs}, lut, even, odd);
     lookup4(even, lut, out + 0);
     lookup4(platform::upper_half(even), lut, out + 4);
     lookup4(odd, lut, out + 8);
@@ -84,15 +105,16 @@ struct turbo3_loader {
 
   // The nibble words of a chunk: even (values 0,2,..,14 = slots 0..7) and odd (slots 8..15), each
   // nibble a 3-bit index: the value's two low bits from qs, its high bit (sign) moved to bit 2.
-  TURBO3_DEVICE TURBO3_FORCEINLINE static void index_words(const raw_chunk& raw, uint32_t& even, uint32_t& odd) {
-    even = (raw.qs & 0x33333333u) | platform::even_bits_to_nibble_bit2(raw.signs);
-    odd = ((raw.qs >> 2) & 0x33333333u) | platform::even_bits_to_nibble_bit2(raw.signs >> 1);
+  TURBO3_DEVICE TURBO3_FORCEINLINE static void index_words(const raw_chunk& raw, const turbo3_lut& lut, uint32_t& even,
+                                                          uint32_t& odd) {
+    even = (raw.qs & 0x33333333u) | platform::even_bits_to_nibble_bit2(raw.signs, lut.sign_spread);
+    odd = ((raw.qs >> 2) & 0x33333333u) | platform::even_bits_to_nibble_bit2(raw.signs >> 1, lut.sign_spread);
   }
 
   // fp16 pairs of one row: out[i] = (slot 2i, slot 2i+1). No float conversion at all.
   TURBO3_DEVICE TURBO3_FORCEINLINE static void decode_half2(const raw_chunk& raw, const turbo3_lut& lut, uint32_t out[8]) {
     uint32_t even, odd;
-    index_words(raw, even, odd);
+    index_words(raw, lut, even, odd);
     const uint32_t words[4] = {even, platform::upper_half(even), odd, platform::upper_half(odd)};
     TURBO3_UNROLL
     for (int w = 0; w < 4; ++w) {
@@ -110,8 +132,8 @@ struct turbo3_loader {
   TURBO3_DEVICE TURBO3_FORCEINLINE static void decode_pairs(const raw_chunk& ra, const raw_chunk& rb,
                                                            const turbo3_lut& lut, uint32_t out[16]) {
     uint32_t ea, oa, eb, ob;
-    index_words(ra, ea, oa);
-    index_words(rb, eb, ob);
+    index_words(ra, lut, ea, oa);
+    index_words(rb, lut, eb, ob);
     pairs_of_word<0>(ea, eb, lut, out);
     pairs_of_word<1>(ea, eb, lut, out);
     pairs_of_word<2>(ea, eb, lut, out);

@@ -59,6 +59,21 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void async_copy2_of4(async_destination dst, con
 #endif
 }
 
+// The first `bytes` (2..Bytes, even) of a Bytes-sized unit from global, the rest zero-filled: a
+// row's last partial unit is copied without reading past the row. Bytes = 4 or 8; both addresses
+// aligned to Bytes.
+template <int Bytes>
+TURBO3_DEVICE TURBO3_FORCEINLINE void async_copy_sized(async_destination dst, const void* global_src, int bytes) {
+  static_assert(Bytes == 4 || Bytes == 8, "cp.async sizes with a source size");
+#if TURBO3_HAS_CP_ASYNC
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(global_src), "n"(Bytes), "r"(bytes));
+#else
+  const uint16_t* s = static_cast<const uint16_t*>(global_src);
+  uint16_t* d = reinterpret_cast<uint16_t*>(dst);
+  for (int i = 0; i < Bytes / 2; ++i) d[i] = 2 * i < bytes ? s[i] : uint16_t{0};
+#endif
+}
+
 // The first `bytes` (an even number, 0..16) of a 16-byte aligned segment, in copies of 16, 8, 4 and
 // 2 bytes, so that nothing past them is read. Both addresses 16-byte aligned.
 TURBO3_DEVICE TURBO3_FORCEINLINE void async_copy_head_of16(async_destination dst, const char* global_src, int bytes) {

@@ -52,18 +52,31 @@ TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t join_halves(uint32_t lo, uint32_t hi) 
 }
 
 // Bit 2 of nibble n of the result is bit 2n of `bits` (n = 0..7); every other result bit is zero.
-// NVIDIA: one table lookup (each selector nibble holds bits 4k and 4k+2 of `bits`, so it is 0, 1, 4
-// or 5, and its byte of the table puts them at bits 2 and 6). AMD, where a lookup first widens its
-// selector, by shifts and masks.
-TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t even_bits_to_nibble_bit2(uint32_t bits) {
+// NVIDIA: one table lookup in `table` (turbo3_lut::sign_spread; each selector nibble holds bits 4k
+// and 4k+2 of `bits`, so it is 0, 1, 4 or 5, and its byte of the table puts them at bits 2 and 6).
+// AMD, where a lookup first widens its selector, by shifts and masks.
+TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t even_bits_to_nibble_bit2(uint32_t bits, const uint32_t (&table)[2]) {
 #if defined(TURBO3_PLATFORM_CUDA)
-  return lookup_bytes4(0x00000400u, 0x00004440u, bits & 0x5555u);
+  return lookup_bytes4(table[0], table[1], bits & 0x5555u);
 #else
+  (void)table;
   uint32_t s = bits & 0x5555u;
   s = (s | (s << 8)) & 0x00ff00ffu;
   s = (s | (s << 4)) & 0x0f0f0f0fu;
   s = (s | (s << 2)) & 0x33333333u;  // bit 2n of `bits` is now bit 4n
   return s << 2;
+#endif
+}
+
+// x, as a value the compiler must hold in a register of its own: a kernel argument kept this way
+// across a loop is not re-copied from its uniform register before every use (NVIDIA).
+TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t keep_in_register(uint32_t x) {
+#if defined(TURBO3_PLATFORM_CUDA)
+  uint32_t r;
+  asm volatile("mov.b32 %0, %1;" : "=r"(r) : "r"(x));
+  return r;
+#else
+  return x;
 #endif
 }
 
