@@ -328,15 +328,27 @@ inline size_t workspace_bytes(const attention_params& p, const launch_options& o
   return detail::vec_workspace_bytes(detail::make_vec_plan(p, opt, detail::current_multiprocessor_count()));
 }
 
-// One-time setup outside any capture: caches the device's properties.
+// One-time setup outside any capture: caches the device's properties and the occupancy of every
+// VEC kernel the split planner may ask about (otherwise each is queried on its first use). The
+// occupancy caches are per process, not per device: a process with GPUs of different
+// architectures plans with the numbers of the first one queried.
 inline status init(int device) {
-  for (int d : {128, 256}) {  // occupancy queries of the default turbo3 decode kernels, cached
-    detail::vec_plan plan;
-    plan.head_dim = d;
-    plan.variant = vec_variant::warp;
-    plan.rows = detail::vec_warp_rows;
-    (void)detail::vec_resident_blocks(plan, data_type::turbo3, data_type::turbo3, false);
-  }
+  const data_type types[2] = {data_type::f16, data_type::turbo3};
+  for (int d : {64, 128, 256, 512})
+    for (data_type k : types)
+      for (data_type v : types) {
+        if (d == 64 && (k == data_type::turbo3 || v == data_type::turbo3)) continue;
+        detail::vec_plan plan;
+        plan.head_dim = d;
+        for (vec_variant variant : {vec_variant::scalar, vec_variant::matrix, vec_variant::warp})
+          for (int rows : {1, 2, 4, 8, 16})
+            for (bool masked : {false, true}) {
+              if (variant != vec_variant::scalar && rows != 8) continue;  // their rows are fixed
+              plan.variant = variant;
+              plan.rows = rows;
+              (void)detail::vec_resident_blocks(plan, k, v, masked);
+            }
+      }
   return detail::multiprocessor_count(device) > 0 ? status::ok : status::runtime_error;
 }
 
