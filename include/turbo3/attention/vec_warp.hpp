@@ -69,12 +69,10 @@ struct vec_warp_config {
   static constexpr int max_row_words = (row_bytes + 2 + 3) / 4;   // words a row touches at most
   static constexpr int lanes_per_row = max_row_words > 16 ? 32 : 16;
   static constexpr int rows_per_pass = 32 / lanes_per_row;
-  static constexpr int passes = group / rows_per_pass;
   // 8-byte copies (row strides a multiple of 8): one lane per 8-byte unit, half the copies.
   static constexpr int max_row_units8 = (row_bytes + 6 + 7) / 8;
   static constexpr int lanes_per_row8 = max_row_units8 > 8 ? 16 : 8;
   static constexpr int rows_per_pass8 = 32 / lanes_per_row8;
-  static constexpr int passes8 = group / rows_per_pass8;
   static_assert(8 * max_row_units8 <= pitch, "8-byte units stay inside a row's slot");
   static constexpr int tile_bytes = group * pitch;       // one group of K (or V) rows
   static constexpr int stage_bytes = 2 * tile_bytes;     // K, then V
