@@ -53,26 +53,30 @@ void run_case(const attention_case& c, std::mt19937_64& rng) {
 
 // ---- the fragment abstraction on its own ------------------------------------------------------------
 
-// D = A B for one 16x16x16 tile: A [16][16] and B^T [16][16] in shared memory (row stride 24
-// halves), each accumulator element written at its (row, col) and counted, so a wrong lane layout
-// shows as a wrong value or a count other than 1.
+// D = A B for one 16x16x16 tile, twice: A [16][16] and B^T [16][16] in shared memory (row stride 24
+// halves), B read once from B^T (frag_load_b) and once from B's own rows (frag_load_b_rows); each
+// accumulator element written at its (row, col) and counted, so a wrong lane layout of either
+// load shows as a wrong value or a count other than 1.
 TURBO3_GLOBAL void fragment_test_kernel(const uint16_t* a, const uint16_t* bt, float* d, int* hits) {
   __shared__ __align__(16) uint16_t a_s[16 * 24];
   __shared__ __align__(16) uint16_t b_s[16 * 24];
+  __shared__ __align__(16) uint16_t b_rows[16 * 24];
   for (int i = static_cast<int>(threadIdx.x); i < 256; i += static_cast<int>(blockDim.x)) {
     a_s[(i / 16) * 24 + i % 16] = a[i];
     b_s[(i / 16) * 24 + i % 16] = bt[i];
+    b_rows[(i % 16) * 24 + i / 16] = bt[i];  // B[k][n] = B^T[n][k]
   }
   __syncthreads();
   if constexpr (platform::has_fragment_mma) {
     platform::frag_a fa;
-    platform::frag_b fb;
+    platform::frag_b fb, fb_rows;
     platform::frag_acc c;
     platform::frag_zero(c);
     platform::frag_load_a(fa, a_s, 24);
     platform::frag_load_b(fb, b_s, 24);
+    platform::frag_load_b_rows(fb_rows, b_rows, 24);
     platform::frag_mma(c, fa, fb);
-    platform::frag_mma(c, fa, fb);  // accumulates: D = 2 A B
+    platform::frag_mma(c, fa, fb_rows);  // accumulates: D = 2 A B
     for (int i = 0; i < platform::frag_acc::elements; ++i) {
       const int r = platform::frag_acc_row(i), col = platform::frag_acc_col(i);
       d[r * 16 + col] = c.x[i];
@@ -83,7 +87,7 @@ TURBO3_GLOBAL void fragment_test_kernel(const uint16_t* a, const uint16_t* bt, f
 
 }  // namespace
 
-TEST_CASE("fragment: one 16x16x16 multiply, every accumulator element at its coordinates", "[mma]") {
+TEST_CASE("fragment: one 16x16x16 multiply (B from its transpose and from its rows), every accumulator element at its coordinates", "[mma]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0xf4a9);
   std::uniform_int_distribution<int> small(-8, 8);  // exact in fp16 and in the f32 sums
   std::vector<uint16_t> a(256), bt(256);

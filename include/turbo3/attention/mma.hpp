@@ -10,8 +10,10 @@
 //      care about the order of its terms, so K can be stored exactly as its loader decodes it).
 //   2. Per tile of `keys` keys, the packed K and V bytes (read one tile ahead into registers where
 //      the configuration asks) are dequantized straight into f16 shared-memory tiles laid out for
-//      fragment loads: K as [keys][D + 8] (decode_half2: fp16 pairs from byte permutes), V
-//      transposed as [D][keys + 8] (decode_pairs: the pairs run along keys). turbo3 values carry
+//      fragment loads: K as [keys][D + 8] (decode_half2: fp16 pairs from byte permutes); V the
+//      same way where the fragment back-end has a transposing load (NVIDIA ldmatrix .trans: two
+//      16-byte stores per chunk), else transposed as [D][keys + 8] (decode_pairs: the pairs run
+//      along keys, sixteen 4-byte stores per two chunks). turbo3 values carry
 //      their block norm, multiplied in f16 (one packed multiply per pair; the same single rounding
 //      as a dequantized f16 copy would have). No f16 copy of the cache exists anywhere.
 //   3. S (16 rows x keys per warp) = Q K^T on fragments, then the online softmax (base 2,
@@ -70,6 +72,8 @@ struct mma_shape {
   bool double_buffer;  // two K/V tile buffers: each warp decodes (or loads) its share of tile t + 1,
                        // then multiplies tile t, and one barrier per tile separates them, so one
                        // warp's unpack runs beside another's matrix multiplies (needs !prefetch)
+  bool v_rows;  // V tile stored as key rows [keys][D + 8], like K, and read with a transposing
+                // fragment load (platform::frag_b_rows_native); else as V^T [D][keys + 8]
 };
 
 // NVIDIA: D = 128 with 64 rows (about 80 KB of shared memory, two work-groups per SM), the next
@@ -80,32 +84,37 @@ struct mma_shape {
 // the cache) and double buffered in 32-key tiles (measured on an H200: turbo3 1-5% faster than with
 // 64-key single-buffered tiles; f16, whose tiles come straight from the cache, 11-13% slower, so it
 // keeps them). AMD: <= 64 KB LDS per work-group, so fewer rows and 32-key tiles, no register
-// prefetch, loads in rounds of two K and two V items.
+// prefetch, loads in rounds of two K and two V items. V as key rows on NVIDIA (measured on an H200,
+// D = 256: 10-18% faster than V^T for f16 and turbo3 alike); AMD keeps V^T, whose fragment loads
+// there read contiguous runs.
 TURBO3_HD constexpr mma_shape mma_table(platform::arch_family f, int d, bool turbo3_kv = false) {
   if (f == platform::arch_family::nvidia) {
-    if (d == 128) return mma_shape{4, 64, 2, true, 4, true, false};
-    return turbo3_kv ? mma_shape{8, 32, 1, false, 4, true, true} : mma_shape{8, 64, 1, false, 4, true, false};
+    if (d == 128) return mma_shape{4, 64, 2, true, 4, true, false, true};
+    return turbo3_kv ? mma_shape{8, 32, 1, false, 4, true, true, true} : mma_shape{8, 64, 1, false, 4, true, false, true};
   }
-  return d == 128 ? mma_shape{4, 32, 1, false, 2, false, false} : mma_shape{2, 32, 1, false, 1, false, false};
+  return d == 128 ? mma_shape{4, 32, 1, false, 2, false, false, false}
+                  : mma_shape{2, 32, 1, false, 1, false, false, false};
 }
 
 TURBO3_HD constexpr int family_wave(platform::arch_family f) { return f == platform::arch_family::cdna3 ? 64 : 32; }
 TURBO3_HD constexpr bool mma_head_dim(int d) { return d == 128 || d == 256; }
 
-template <int D, int WARPS, int KEYS, int WAVE, int RESIDENT, bool PREFETCH, int BATCH, bool STAGED, bool DOUBLE>
+template <int D, int WARPS, int KEYS, int WAVE, int RESIDENT, bool PREFETCH, int BATCH, bool STAGED, bool DOUBLE,
+          bool V_ROWS>
 struct mma_config {
   static constexpr int head_dim = D, warps = WARPS, keys = KEYS, wave = WAVE, resident = RESIDENT, batch = BATCH;
-  static constexpr bool prefetch = PREFETCH, staged = STAGED, double_buffer = DOUBLE;
+  static constexpr bool prefetch = PREFETCH, staged = STAGED, double_buffer = DOUBLE, v_rows = V_ROWS;
   static constexpr int buffers = DOUBLE ? 2 : 1;  // K/V tile buffers
   static constexpr int rows = 16 * WARPS;
   static constexpr int threads = WARPS * WAVE;
   static constexpr int ldq = D + 8, ldk = D + 8;  // halves: Q and K rows
-  static constexpr int ldv = KEYS + 8;             // halves: V^T rows (one per dimension)
+  static constexpr int ldv = V_ROWS ? D + 8 : KEYS + 8;  // halves: V rows (one per key) or V^T rows (per dimension)
   static constexpr int lds = KEYS + 4;             // floats: score rows of a warp
   static constexpr int ldp = KEYS + 8;             // halves: probability rows of a warp
   static constexpr int ldo = D + 4;                // floats: Q staging and output rows
   static constexpr int chunks = D / kv::chunk_values;
-  static constexpr int k_items = KEYS * chunks, v_items = (KEYS / 2) * chunks;
+  // An item: one chunk of one key (K; V rows), or one chunk of two keys (V^T: pairs run along keys).
+  static constexpr int k_items = KEYS * chunks, v_items = V_ROWS ? KEYS * chunks : (KEYS / 2) * chunks;
   static constexpr int k_per_thread = (k_items + threads - 1) / threads;
   static constexpr int v_per_thread = (v_items + threads - 1) / threads;
   static constexpr int lpr = WAVE / 16;            // softmax lanes per row
@@ -113,7 +122,7 @@ struct mma_config {
   static constexpr int n_tiles_d = D / 16, n_tiles_k = KEYS / 16;
   static constexpr size_t q16_bytes = size_t{2} * rows * ldq;
   static constexpr size_t k_bytes = size_t{2} * KEYS * ldk;
-  static constexpr size_t v_bytes = size_t{2} * D * ldv;
+  static constexpr size_t v_bytes = size_t{2} * (V_ROWS ? KEYS : D) * ldv;
   static constexpr size_t s_bytes = size_t{4} * WARPS * 16 * lds;
   static constexpr size_t p_bytes = size_t{2} * WARPS * 16 * ldp;
   static constexpr size_t stage_bytes = size_t{4} * rows * ldo;
@@ -148,7 +157,7 @@ template <int D, platform::arch_family F, bool T3 = false>
 using mma_config_for = mma_config<D, mma_table(F, D, T3).warps, mma_table(F, D, T3).keys, family_wave(F),
                                   mma_table(F, D, T3).resident, mma_table(F, D, T3).prefetch,
                                   mma_table(F, D, T3).batch, mma_table(F, D, T3).staged,
-                                  mma_table(F, D, T3).double_buffer>;
+                                  mma_table(F, D, T3).double_buffer, mma_table(F, D, T3).v_rows>;
 
 template <platform::arch_family F>
 constexpr bool mma_fits_lds() {
@@ -235,7 +244,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_v(const mma_raw<L>& ra, const mm
 template <class KL, class VL, class C>
 struct mma_tile_raw {
   mma_raw<KL> k[C::k_per_thread];
-  mma_raw<VL> v[C::v_per_thread][2];
+  mma_raw<VL> v[C::v_per_thread][C::v_rows ? 1 : 2];
 };
 
 template <class KL, class VL, class C>
@@ -251,12 +260,18 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_tile(mma_tile_raw<KL, VL, C>& t, 
   TURBO3_UNROLL
   for (int u = 0; u < C::v_per_thread; ++u) {
     const int item = tid + C::threads * u;
-    const int pair = item % (C::keys / 2), c = item / (C::keys / 2);
-    const bool in = item < C::v_items;
-    const int k0 = 2 * pair;
-    const bool ok0 = in && k0 < n_valid, ok1 = in && k0 + 1 < n_valid;
-    mma_load_raw<VL>(t.v[u][0], v_head + static_cast<int64_t>(j0 + (ok0 ? k0 : 0)) * a.v_nb1, c, ok0);
-    mma_load_raw<VL>(t.v[u][1], v_head + static_cast<int64_t>(j0 + (ok1 ? k0 + 1 : 0)) * a.v_nb1, c, ok1);
+    if constexpr (C::v_rows) {
+      const int key = item / C::chunks, c = item % C::chunks;
+      const bool ok = item < C::v_items && key < n_valid;
+      mma_load_raw<VL>(t.v[u][0], v_head + static_cast<int64_t>(j0 + (ok ? key : 0)) * a.v_nb1, c, ok);
+    } else {
+      const int pair = item % (C::keys / 2), c = item / (C::keys / 2);
+      const bool in = item < C::v_items;
+      const int k0 = 2 * pair;
+      const bool ok0 = in && k0 < n_valid, ok1 = in && k0 + 1 < n_valid;
+      mma_load_raw<VL>(t.v[u][0], v_head + static_cast<int64_t>(j0 + (ok0 ? k0 : 0)) * a.v_nb1, c, ok0);
+      mma_load_raw<VL>(t.v[u][1], v_head + static_cast<int64_t>(j0 + (ok1 ? k0 + 1 : 0)) * a.v_nb1, c, ok1);
+    }
   }
 }
 
@@ -275,8 +290,12 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_tile(const mma_tile_raw<KL, VL, 
   for (int u = 0; u < C::v_per_thread; ++u) {
     const int item = tid + C::threads * u;
     if (item < C::v_items) {
-      const int pair = item % (C::keys / 2), c = item / (C::keys / 2);
-      mma_store_v<VL, C::ldv>(t.v[u][0], t.v[u][1], lut, vt16, c, 2 * pair);
+      if constexpr (C::v_rows) {
+        mma_store_k<VL>(t.v[u][0], lut, vt16 + (item / C::chunks) * C::ldv + (item % C::chunks) * kv::chunk_values);
+      } else {
+        const int pair = item % (C::keys / 2), c = item / (C::keys / 2);
+        mma_store_v<VL, C::ldv>(t.v[u][0], t.v[u][1], lut, vt16, c, 2 * pair);
+      }
     }
   }
 }
@@ -297,7 +316,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_store_tile(const tile_args& a, co
   TURBO3_UNROLL
   for (int round = 0; round < rounds; ++round) {
     mma_raw<KL> rk[kb];
-    mma_raw<VL> rv[vb][2];
+    mma_raw<VL> rv[vb][C::v_rows ? 1 : 2];
     TURBO3_UNROLL
     for (int b = 0; b < kb; ++b) {
       const int u = round * kb + b, item = tid + C::threads * u;
@@ -308,12 +327,18 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_store_tile(const tile_args& a, co
     TURBO3_UNROLL
     for (int b = 0; b < vb; ++b) {
       const int u = round * vb + b, item = tid + C::threads * u;
-      const int pair = item % (C::keys / 2), c = item / (C::keys / 2);
       const bool in = u < C::v_per_thread && item < C::v_items;
-      const int k0 = 2 * pair;
-      const bool ok0 = in && k0 < n_valid, ok1 = in && k0 + 1 < n_valid;
-      mma_load_raw<VL>(rv[b][0], v_row(ok0 ? k0 : 0), c, ok0);
-      mma_load_raw<VL>(rv[b][1], v_row(ok1 ? k0 + 1 : 0), c, ok1);
+      if constexpr (C::v_rows) {
+        const int key = item / C::chunks, c = item % C::chunks;
+        const bool ok = in && key < n_valid;
+        mma_load_raw<VL>(rv[b][0], v_row(ok ? key : 0), c, ok);
+      } else {
+        const int pair = item % (C::keys / 2), c = item / (C::keys / 2);
+        const int k0 = 2 * pair;
+        const bool ok0 = in && k0 < n_valid, ok1 = in && k0 + 1 < n_valid;
+        mma_load_raw<VL>(rv[b][0], v_row(ok0 ? k0 : 0), c, ok0);
+        mma_load_raw<VL>(rv[b][1], v_row(ok1 ? k0 + 1 : 0), c, ok1);
+      }
     }
     TURBO3_UNROLL
     for (int b = 0; b < kb; ++b) {
@@ -324,8 +349,12 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_store_tile(const tile_args& a, co
     TURBO3_UNROLL
     for (int b = 0; b < vb; ++b) {
       const int u = round * vb + b, item = tid + C::threads * u;
-      if (u < C::v_per_thread && item < C::v_items)
-        mma_store_v<VL, C::ldv>(rv[b][0], rv[b][1], lut, vt16, item / (C::keys / 2), 2 * (item % (C::keys / 2)));
+      if (u < C::v_per_thread && item < C::v_items) {
+        if constexpr (C::v_rows)
+          mma_store_k<VL>(rv[b][0], lut, vt16 + (item / C::chunks) * C::ldv + (item % C::chunks) * kv::chunk_values);
+        else
+          mma_store_v<VL, C::ldv>(rv[b][0], rv[b][1], lut, vt16, item / (C::keys / 2), 2 * (item % (C::keys / 2)));
+      }
     }
   }
 }
@@ -378,7 +407,7 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   unsigned char* const smem = reinterpret_cast<unsigned char*>(mma_smem4);
   uint16_t* const q16 = reinterpret_cast<uint16_t*>(smem);                // [rows][ldq] f16, K slot order
   uint16_t* const k16 = reinterpret_cast<uint16_t*>(smem + C::off_k);     // [keys][ldk] f16, slot order
-  uint16_t* const vt16 = reinterpret_cast<uint16_t*>(smem + C::off_v);    // [D][ldv] f16, V^T, slot order
+  uint16_t* const vt16 = reinterpret_cast<uint16_t*>(smem + C::off_v);    // V [keys][ldv] or V^T [D][ldv], slot order
   float* const s_all = reinterpret_cast<float*>(smem + C::off_s);         // [warps][16][lds] scores
   uint16_t* const p_all = reinterpret_cast<uint16_t*>(smem + C::off_p);   // [warps][16][ldp] f16 probabilities
   float* const q_stage = reinterpret_cast<float*>(smem + C::q16_bytes);   // [rows][ldo] float32 Q (prologue)
@@ -506,7 +535,12 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
 
   // Buffer b of the K and V^T tiles (one buffer without double buffering).
   auto k16_of = [&](int b) { return k16 + b * (C::keys * C::ldk); };
-  auto vt16_of = [&](int b) { return vt16 + b * (D * C::ldv); };
+  auto vt16_of = [&](int b) { return vt16 + b * (C::v_bytes / 2); };
+  // The B operand of P V for dimensions 16n.. and keys 16ks.. of a V tile.
+  auto load_v = [&](frag_b& vb, const uint16_t* v_tile, int n, int ks) {
+    if constexpr (C::v_rows) platform::frag_load_b_rows(vb, v_tile + ks * 16 * C::ldv + n * 16, C::ldv);
+    else platform::frag_load_b(vb, v_tile + n * 16 * C::ldv + ks * 16, C::ldv);
+  };
   // Tile t into buffer b: decoded from its stage, or loaded (and decoded) from the cache.
   auto fill = [&](int t, int b) {
     const int j0 = t * C::keys;
@@ -660,7 +694,7 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
           TURBO3_UNROLL
           for (int ks = 0; ks < C::n_tiles_k; ++ks) {
             frag_b vb;
-            platform::frag_load_b(vb, v_tile + n * 16 * C::ldv + ks * 16, C::ldv);
+            load_v(vb, v_tile, n, ks);
             platform::frag_mma(o_acc[n], pa[ks], vb);
           }
       } else {
@@ -733,7 +767,7 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
             TURBO3_UNROLL
             for (int ks = 0; ks < C::n_tiles_k; ++ks) {
               frag_b vb;
-              platform::frag_load_b(vb, v_tile + n * 16 * C::ldv + ks * 16, C::ldv);
+              load_v(vb, v_tile, n, ks);
               platform::frag_mma(o_acc[n], pa[ks], vb);
             }
             platform::schedule_barrier();  // AMD: one slice's loads at a time (else they all hoist and spill)
@@ -788,7 +822,7 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
     for (int n = 0; n < C::n_tiles_d; ++n)
       TURBO3_UNROLL
       for (int i = 0; i < frag_acc::elements; ++i) {
-        const int p = n * 16 + platform::frag_acc_col(i);  // V^T row: chunk p / 16, slot p % 16
+        const int p = n * 16 + platform::frag_acc_col(i);  // V column (V^T row): chunk p / 16, slot p % 16
         const int d = (p & ~15) + VL::value_of_slot(p & 15);
         out_s[r[i] * C::ldo + d] = o_acc[n].x[i] * f[i];
       }
