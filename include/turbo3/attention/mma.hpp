@@ -72,8 +72,8 @@ struct mma_shape {
   bool double_buffer;  // two K/V tile buffers: each warp decodes (or loads) its share of tile t + 1,
                        // then multiplies tile t, and one barrier per tile separates them, so one
                        // warp's unpack runs beside another's matrix multiplies (needs !prefetch)
-  bool v_rows;  // V tile stored as key rows [keys][D + 8], like K, and read with a transposing
-                // fragment load (platform::frag_b_rows_native); else as V^T [D][keys + 8]
+  bool v_rows;  // V tile stored as key rows [keys][D + 8], like K, read with frag_load_b_rows (a
+                // transposing load on NVIDIA); else as V^T [D][keys + 8], read with frag_load_b
 };
 
 // NVIDIA: D = 128 with 64 rows (about 80 KB of shared memory, two work-groups per SM), the next

@@ -6,8 +6,8 @@
 //   frag_load_b(b, p, ld)                        B[k][n] = p[n * ld + k]  (B stored as its transpose:
 //                                                N rows with K contiguous, like A)
 //   frag_load_b_rows(b, p, ld)                   B[k][n] = p[k * ld + n]  (B stored as K rows with N
-//                                                contiguous); frag_b_rows_native: whether a
-//                                                transposing load does it (else element loads)
+//                                                contiguous: NVIDIA transposes in the load; the
+//                                                AMD back-ends read it element by element)
 //   frag_mma(c, a, b)                            c += a b
 //   frag_acc::elements, frag_acc_row(i), frag_acc_col(i)
 //                                                element i of this lane's accumulator is D[row][col]
@@ -79,12 +79,20 @@ struct frag_acc {
   float x[8];  // x[0..3]: columns 0-7, x[4..7]: columns 8-15
 };
 
+// Four 8x8 b16 matrices; Transposed: each lands transposed (.trans).
+template <bool Transposed = false>
 TURBO3_DEVICE TURBO3_FORCEINLINE void ldmatrix_x4(uint32_t (&r)[4], const uint16_t* row_address) {
   const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(row_address));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(s)
-               : "memory");
+  if constexpr (Transposed)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(s)
+                 : "memory");
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(s)
+                 : "memory");
 }
 
 // Matrices of the x4 load: lane l gives the address of row l%8 of matrix l/8.
@@ -101,13 +109,8 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void frag_load_b(frag_b& b, const uint16_t* p, 
 // B rows are K, read transposed: matrix j = k 8*(j%2).., n 8*(j/2)..  -> the same registers as frag_load_b.
 TURBO3_DEVICE TURBO3_FORCEINLINE void frag_load_b_rows(frag_b& b, const uint16_t* p, int ld) {
   const int l = lane_id(), j = l / 8;
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p + ((j % 2) * 8 + l % 8) * ld + (j / 2) * 8));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(b.x[0]), "=r"(b.x[1]), "=r"(b.x[2]), "=r"(b.x[3])
-               : "r"(s)
-               : "memory");
+  ldmatrix_x4<true>(b.x, p + ((j % 2) * 8 + l % 8) * ld + (j / 2) * 8);
 }
-inline constexpr bool frag_b_rows_native = true;
 
 TURBO3_DEVICE TURBO3_FORCEINLINE void mma_16x8x16(float* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
   asm volatile(
@@ -190,7 +193,6 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void frag_load_b_rows(frag_b& b, const uint16_t
   TURBO3_UNROLL
   for (int i = 0; i < frag_k_run; ++i) b.x[i] = reinterpret_cast<const _Float16*>(p)[(k0 + i) * ld + n];
 }
-inline constexpr bool frag_b_rows_native = false;
 
 TURBO3_DEVICE TURBO3_FORCEINLINE void frag_mma(frag_acc& c, const frag_a& a, const frag_b& b) {
 #if defined(TURBO3_FRAGMENT_WMMA11)
@@ -227,7 +229,6 @@ struct frag_acc {
 TURBO3_DEVICE TURBO3_FORCEINLINE void frag_load_a(frag_a& a, const uint16_t*, int) { a = frag_a{}; }
 TURBO3_DEVICE TURBO3_FORCEINLINE void frag_load_b(frag_b& b, const uint16_t*, int) { b = frag_b{}; }
 TURBO3_DEVICE TURBO3_FORCEINLINE void frag_load_b_rows(frag_b& b, const uint16_t*, int) { b = frag_b{}; }
-inline constexpr bool frag_b_rows_native = false;
 TURBO3_DEVICE TURBO3_FORCEINLINE void frag_mma(frag_acc&, const frag_a&, const frag_b&) { __builtin_trap(); }
 TURBO3_DEVICE TURBO3_FORCEINLINE int frag_acc_row(int) { return 0; }
 TURBO3_DEVICE TURBO3_FORCEINLINE int frag_acc_col(int) { return 0; }
