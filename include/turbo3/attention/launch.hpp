@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <type_traits>
 
 #include "turbo3/attention/kernel_args.hpp"
 #include "turbo3/attention/materialize.hpp"
@@ -153,13 +154,15 @@ void with_vec_kernel(const vec_plan& plan, data_type k, data_type v, bool masked
   with_rows(F16{}, F16{});
 }
 
+// f(std::integral_constant<int, D>{}) for the VEC head dims D in {64, 128, 256, 512}; nothing for
+// another head_dim (validation rejects those before any launch).
 template <class F>
-void with_vec_kernel_dim(int head_dim, const vec_plan& plan, data_type k, data_type v, bool masked, F&& f) {
+void with_vec_head_dim(int head_dim, F&& f) {
   switch (head_dim) {
-    case 64: with_vec_kernel<64>(plan, k, v, masked, f); break;
-    case 128: with_vec_kernel<128>(plan, k, v, masked, f); break;
-    case 256: with_vec_kernel<256>(plan, k, v, masked, f); break;
-    case 512: with_vec_kernel<512>(plan, k, v, masked, f); break;
+    case 64: f(std::integral_constant<int, 64>{}); break;
+    case 128: f(std::integral_constant<int, 128>{}); break;
+    case 256: f(std::integral_constant<int, 256>{}); break;
+    case 512: f(std::integral_constant<int, 512>{}); break;
     default: break;
   }
 }
@@ -175,8 +178,10 @@ int resident_blocks_of() {
 
 inline int vec_resident_blocks(const vec_plan& plan, data_type k, data_type v, bool masked) {
   int n = vec_target_blocks_per_sm;
-  with_vec_kernel_dim(plan.head_dim, plan, k, v, masked,
-                         [&](auto kernel) { n = resident_blocks_of<decltype(kernel)::value>(); });
+  with_vec_head_dim(plan.head_dim, [&](auto d) {
+    with_vec_kernel<decltype(d)::value>(plan, k, v, masked,
+                                        [&](auto kernel) { n = resident_blocks_of<decltype(kernel)::value>(); });
+  });
   return n;
 }
 
@@ -288,13 +293,8 @@ inline bool launch_vec(const attention_params& p, attention_args a, const vec_pl
   if (a.split_counters &&
       hipMemsetAsync(a.split_counters, 0, static_cast<size_t>(plan.split_counters) * sizeof(unsigned), stream) != hipSuccess)
     return false;
-  switch (plan.head_dim) {
-    case 64: launch_vec_dim<64>(a, plan, p.k.type, p.v.type, stream); break;
-    case 128: launch_vec_dim<128>(a, plan, p.k.type, p.v.type, stream); break;
-    case 256: launch_vec_dim<256>(a, plan, p.k.type, p.v.type, stream); break;
-    case 512: launch_vec_dim<512>(a, plan, p.k.type, p.v.type, stream); break;
-    default: break;
-  }
+  with_vec_head_dim(plan.head_dim,
+                    [&](auto d) { launch_vec_dim<decltype(d)::value>(a, plan, p.k.type, p.v.type, stream); });
   return hipGetLastError() == hipSuccess;
 }
 

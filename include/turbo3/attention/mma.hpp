@@ -420,8 +420,7 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   const int kv_head = static_cast<int>(blockIdx.y) / a.head_groups;
   const int head_group = static_cast<int>(blockIdx.y) % a.head_groups;
   const int seq = static_cast<int>(blockIdx.z);
-  const turbo3_lut lut =
-      KL::type == data_type::turbo3 || VL::type == data_type::turbo3 ? lut_in_registers(a.lut) : a.lut;
+  const turbo3_lut lut = lut_for<KL, VL>(a.lut);
 
   int kv_end = a.n_kv;
   if (a.causal) {

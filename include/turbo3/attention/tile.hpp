@@ -305,8 +305,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
   const int kv_head = static_cast<int>(blockIdx.y) / a.head_groups;
   const int head_group = static_cast<int>(blockIdx.y) % a.head_groups;
   const int seq = static_cast<int>(blockIdx.z);
-  const turbo3_lut lut =
-      KL::type == data_type::turbo3 || VL::type == data_type::turbo3 ? lut_in_registers(a.lut) : a.lut;
+  const turbo3_lut lut = lut_for<KL, VL>(a.lut);
 
   // Keys this work-group can see: with causal, nothing past its last query's diagonal.
   int kv_end = a.n_kv;

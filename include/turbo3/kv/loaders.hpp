@@ -207,6 +207,14 @@ struct f16_loader {
 
 }  // namespace kv
 
+// The tables of a kernel over K loader KL and V loader VL: in registers of their own where either
+// side is turbo3 (lut_in_registers), else the argument as it is (nothing reads it).
+template <class KL, class VL>
+TURBO3_DEVICE TURBO3_FORCEINLINE turbo3_lut lut_for(const turbo3_lut& arg) {
+  if constexpr (KL::type == data_type::turbo3 || VL::type == data_type::turbo3) return lut_in_registers(arg);
+  else return arg;
+}
+
 #endif  // TURBO3_HAS_RUNTIME
 
 }  // namespace turbo3
