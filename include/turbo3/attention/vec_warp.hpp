@@ -65,15 +65,15 @@ struct vec_warp_config {
   static constexpr int pitch_words_min = (row_bytes + 6 + 3) / 4;
   static constexpr int pitch = 4 * (pitch_words_min + (12 - pitch_words_min % 8) % 8);
   static_assert(pitch % 32 == 16 && pitch / 4 >= pitch_words_min, "conflict-free pitch");
-  // 4-byte copies: one lane per word of a row.
-  static constexpr int max_row_words = (row_bytes + 2 + 3) / 4;   // words a row touches at most
-  static constexpr int lanes_per_row = max_row_words > 16 ? 32 : 16;
-  static constexpr int rows_per_pass = 32 / lanes_per_row;
-  // 8-byte copies (row strides a multiple of 8): one lane per 8-byte unit, half the copies.
-  static constexpr int max_row_units8 = (row_bytes + 6 + 7) / 8;
-  static constexpr int lanes_per_row8 = max_row_units8 > 8 ? 16 : 8;
-  static constexpr int rows_per_pass8 = 32 / lanes_per_row8;
-  static_assert(8 * max_row_units8 <= pitch, "8-byte units stay inside a row's slot");
+  // Copies of `unit` bytes (8, 4; 2-byte copies use the 4-byte geometry), one lane per unit of a
+  // row: the units a row touches at most (it starts up to unit - 2 bytes into its first one), the
+  // lanes per row (a power of two) and the rows one pass of a warp covers.
+  TURBO3_HD static constexpr int max_row_units(int unit) { return (row_bytes + unit - 2 + unit - 1) / unit; }
+  TURBO3_HD static constexpr int lanes_per_row(int unit) {
+    return max_row_units(unit) > 16 ? 32 : max_row_units(unit) > 8 ? 16 : 8;
+  }
+  TURBO3_HD static constexpr int rows_per_pass(int unit) { return 32 / lanes_per_row(unit); }
+  static_assert(8 * max_row_units(8) <= pitch, "8-byte units stay inside a row's slot");
   static constexpr int tile_bytes = group * pitch;       // one group of K (or V) rows
   static constexpr int stage_bytes = 2 * tile_bytes;     // K, then V
   static constexpr int staging_bytes = n_warps * stages * stage_bytes;
@@ -85,7 +85,7 @@ struct vec_warp_config {
   static constexpr int w_floats = blocks * group * NR;   // per warp: p * norm, [block][key][row]
   static constexpr int q_frags = blocks * 2 * 4;         // Q fragments per lane: [block][half][k-step]
   static_assert(vec_warp_head_dim(D), "turbo3 VEC on matrix instructions covers D = 128 and 256");
-  static_assert(max_row_words <= 32, "one row per warp pass at most");
+  static_assert(max_row_units(4) <= 32, "one row per warp pass at most");
   static_assert(vec_threads % 32 == 0, "whole warps");
   static_assert(vec_warp_split_keys == group * n_warps, "a split unit is one group per warp");
 };
@@ -146,7 +146,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
   const int v_shift = static_cast<int>(reinterpret_cast<uintptr_t>(x.v_head) & unit_mask);
   // What each lane copies of every row (a whole unit, or the row's last partial unit and how many
   // of its bytes) is fixed for the whole kernel. Rows j0 .. j0+n-1 go to row r * pitch + shift.
-  const int lanes_per_row = row_unit == 8 ? C::lanes_per_row8 : C::lanes_per_row;
+  const int lanes_per_row = row_unit == 8 ? C::lanes_per_row(8) : C::lanes_per_row(4);  // 2-byte: the 4-byte geometry
   const int copy_unit = lane % lanes_per_row, copy_row = lane / lanes_per_row;
   struct copy_plan {
     int shift;
@@ -188,17 +188,18 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
   };
   auto copy_rows = [&](int dst_offset, const char* head, int64_t nb1, const copy_plan& cp, int j0, int n) {
     if (row_unit == 8) {
-      copy_units(std::integral_constant<int, 8>{}, std::integral_constant<int, C::rows_per_pass8>{},
+      copy_units(std::integral_constant<int, 8>{}, std::integral_constant<int, C::rows_per_pass(8)>{},
                  ring_dst + dst_offset, head, nb1, cp, j0, n);
     } else if (row_unit == 4) {
-      copy_units(std::integral_constant<int, 4>{}, std::integral_constant<int, C::rows_per_pass>{},
+      copy_units(std::integral_constant<int, 4>{}, std::integral_constant<int, C::rows_per_pass(4)>{},
                  ring_dst + dst_offset, head, nb1, cp, j0, n);
     } else {
       unsigned char* dst = ring + dst_offset;
-      for (int r = lane / C::lanes_per_row; r < n; r += C::rows_per_pass) {
+      // copy_row and copy_unit, with the 4-byte geometry as constants
+      for (int r = lane / C::lanes_per_row(4); r < n; r += C::rows_per_pass(4)) {
         const uint16_t* src = reinterpret_cast<const uint16_t*>(head + static_cast<int64_t>(j0 + r) * nb1);
         uint16_t* d = reinterpret_cast<uint16_t*>(dst + r * C::pitch);
-        for (int c = lane % C::lanes_per_row; c < C::row_bytes / 2; c += C::lanes_per_row) d[c] = src[c];
+        for (int c = lane % C::lanes_per_row(4); c < C::row_bytes / 2; c += C::lanes_per_row(4)) d[c] = src[c];
       }
     }
   };
