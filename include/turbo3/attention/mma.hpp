@@ -240,6 +240,22 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_v(const mma_raw<L>& ra, const mm
   for (int s = 0; s < 16; ++s) *reinterpret_cast<uint32_t*>(base + s * LDV) = w[s];
 }
 
+// A row item: chunk item % chunks of key item / chunks (K, and V where it is stored as rows).
+// `in`: the item exists; one that does not, or whose key is past n_valid, loads the tile's first
+// key with norm 0 (zeros). row(i): where key i of the tile starts (the cache, or its staged copy).
+template <class L, class C, class Row>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_row_item(mma_raw<L>& r, Row row, int item, bool in, int n_valid) {
+  const int key = item / C::chunks, c = item % C::chunks;
+  const bool ok = in && key < n_valid;
+  mma_load_raw<L>(r, row(ok ? key : 0), c, ok);
+}
+// A row item into its row tile [keys][LD] (f16, slot order).
+template <class L, class C, int LD>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_row_item(const mma_raw<L>& r, const turbo3_lut& lut, uint16_t* tile,
+                                                        int item) {
+  mma_store_k<L>(r, lut, tile + (item / C::chunks) * LD + (item % C::chunks) * kv::chunk_values);
+}
+
 // Packed K and V bytes of one tile held by one thread.
 template <class KL, class VL, class C>
 struct mma_tile_raw {
@@ -250,51 +266,46 @@ struct mma_tile_raw {
 template <class KL, class VL, class C>
 TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_tile(mma_tile_raw<KL, VL, C>& t, const tile_args& a, const char* k_head,
                                                    const char* v_head, int j0, int n_valid, int tid) {
+  auto k_row = [&](int i) { return k_head + static_cast<int64_t>(j0 + i) * a.k_nb1; };
+  auto v_row = [&](int i) { return v_head + static_cast<int64_t>(j0 + i) * a.v_nb1; };
   TURBO3_UNROLL
   for (int u = 0; u < C::k_per_thread; ++u) {
     const int item = tid + C::threads * u;
-    const int key = item / C::chunks, c = item % C::chunks;
-    const bool ok = item < C::k_items && key < n_valid;
-    mma_load_raw<KL>(t.k[u], k_head + static_cast<int64_t>(j0 + (ok ? key : 0)) * a.k_nb1, c, ok);
+    mma_load_row_item<KL, C>(t.k[u], k_row, item, item < C::k_items, n_valid);
   }
   TURBO3_UNROLL
   for (int u = 0; u < C::v_per_thread; ++u) {
     const int item = tid + C::threads * u;
     if constexpr (C::v_rows) {
-      const int key = item / C::chunks, c = item % C::chunks;
-      const bool ok = item < C::v_items && key < n_valid;
-      mma_load_raw<VL>(t.v[u][0], v_head + static_cast<int64_t>(j0 + (ok ? key : 0)) * a.v_nb1, c, ok);
+      mma_load_row_item<VL, C>(t.v[u][0], v_row, item, item < C::v_items, n_valid);
     } else {
       const int pair = item % (C::keys / 2), c = item / (C::keys / 2);
       const bool in = item < C::v_items;
       const int k0 = 2 * pair;
       const bool ok0 = in && k0 < n_valid, ok1 = in && k0 + 1 < n_valid;
-      mma_load_raw<VL>(t.v[u][0], v_head + static_cast<int64_t>(j0 + (ok0 ? k0 : 0)) * a.v_nb1, c, ok0);
-      mma_load_raw<VL>(t.v[u][1], v_head + static_cast<int64_t>(j0 + (ok1 ? k0 + 1 : 0)) * a.v_nb1, c, ok1);
+      mma_load_raw<VL>(t.v[u][0], v_row(ok0 ? k0 : 0), c, ok0);
+      mma_load_raw<VL>(t.v[u][1], v_row(ok1 ? k0 + 1 : 0), c, ok1);
     }
   }
 }
 
 template <class KL, class VL, class C>
 TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_tile(const mma_tile_raw<KL, VL, C>& t, const turbo3_lut& lut,
-                                                    uint16_t* k16, uint16_t* vt16, int tid) {
+                                                    uint16_t* k16, uint16_t* v16, int tid) {
   TURBO3_UNROLL
   for (int u = 0; u < C::k_per_thread; ++u) {
     const int item = tid + C::threads * u;
-    if (item < C::k_items) {
-      const int key = item / C::chunks, c = item % C::chunks;
-      mma_store_k<KL>(t.k[u], lut, k16 + key * C::ldk + c * kv::chunk_values);
-    }
+    if (item < C::k_items) mma_store_row_item<KL, C, C::ldk>(t.k[u], lut, k16, item);
   }
   TURBO3_UNROLL
   for (int u = 0; u < C::v_per_thread; ++u) {
     const int item = tid + C::threads * u;
     if (item < C::v_items) {
       if constexpr (C::v_rows) {
-        mma_store_k<VL>(t.v[u][0], lut, vt16 + (item / C::chunks) * C::ldv + (item % C::chunks) * kv::chunk_values);
+        mma_store_row_item<VL, C, C::ldv>(t.v[u][0], lut, v16, item);
       } else {
         const int pair = item % (C::keys / 2), c = item / (C::keys / 2);
-        mma_store_v<VL, C::ldv>(t.v[u][0], t.v[u][1], lut, vt16, c, 2 * pair);
+        mma_store_v<VL, C::ldv>(t.v[u][0], t.v[u][1], lut, v16, c, 2 * pair);
       }
     }
   }
@@ -307,7 +318,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_tile(const mma_tile_raw<KL, VL, 
 // k_row(i) / v_row(i): where key i of the tile starts (the cache itself, or the staged copy).
 template <class KL, class VL, class C, class KRow, class VRow>
 TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_store_tile(const tile_args& a, const turbo3_lut& lut, KRow k_row,
-                                                         VRow v_row, int n_valid, uint16_t* k16, uint16_t* vt16,
+                                                         VRow v_row, int n_valid, uint16_t* k16, uint16_t* v16,
                                                          int tid) {
   constexpr int kb = C::batch < C::k_per_thread ? C::batch : C::k_per_thread;
   constexpr int vb = C::batch < C::v_per_thread ? C::batch : C::v_per_thread;
@@ -320,18 +331,14 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_store_tile(const tile_args& a, co
     TURBO3_UNROLL
     for (int b = 0; b < kb; ++b) {
       const int u = round * kb + b, item = tid + C::threads * u;
-      const int key = item / C::chunks, c = item % C::chunks;
-      const bool ok = u < C::k_per_thread && item < C::k_items && key < n_valid;
-      mma_load_raw<KL>(rk[b], k_row(ok ? key : 0), c, ok);
+      mma_load_row_item<KL, C>(rk[b], k_row, item, u < C::k_per_thread && item < C::k_items, n_valid);
     }
     TURBO3_UNROLL
     for (int b = 0; b < vb; ++b) {
       const int u = round * vb + b, item = tid + C::threads * u;
       const bool in = u < C::v_per_thread && item < C::v_items;
       if constexpr (C::v_rows) {
-        const int key = item / C::chunks, c = item % C::chunks;
-        const bool ok = in && key < n_valid;
-        mma_load_raw<VL>(rv[b][0], v_row(ok ? key : 0), c, ok);
+        mma_load_row_item<VL, C>(rv[b][0], v_row, item, in, n_valid);
       } else {
         const int pair = item % (C::keys / 2), c = item / (C::keys / 2);
         const int k0 = 2 * pair;
@@ -343,17 +350,16 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_store_tile(const tile_args& a, co
     TURBO3_UNROLL
     for (int b = 0; b < kb; ++b) {
       const int u = round * kb + b, item = tid + C::threads * u;
-      if (u < C::k_per_thread && item < C::k_items)
-        mma_store_k<KL>(rk[b], lut, k16 + (item / C::chunks) * C::ldk + (item % C::chunks) * kv::chunk_values);
+      if (u < C::k_per_thread && item < C::k_items) mma_store_row_item<KL, C, C::ldk>(rk[b], lut, k16, item);
     }
     TURBO3_UNROLL
     for (int b = 0; b < vb; ++b) {
       const int u = round * vb + b, item = tid + C::threads * u;
       if (u < C::v_per_thread && item < C::v_items) {
         if constexpr (C::v_rows)
-          mma_store_k<VL>(rv[b][0], lut, vt16 + (item / C::chunks) * C::ldv + (item % C::chunks) * kv::chunk_values);
+          mma_store_row_item<VL, C, C::ldv>(rv[b][0], lut, v16, item);
         else
-          mma_store_v<VL, C::ldv>(rv[b][0], rv[b][1], lut, vt16, item / (C::keys / 2), 2 * (item % (C::keys / 2)));
+          mma_store_v<VL, C::ldv>(rv[b][0], rv[b][1], lut, v16, item / (C::keys / 2), 2 * (item % (C::keys / 2)));
       }
     }
   }
@@ -407,7 +413,7 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   unsigned char* const smem = reinterpret_cast<unsigned char*>(mma_smem4);
   uint16_t* const q16 = reinterpret_cast<uint16_t*>(smem);                // [rows][ldq] f16, K slot order
   uint16_t* const k16 = reinterpret_cast<uint16_t*>(smem + C::off_k);     // [keys][ldk] f16, slot order
-  uint16_t* const vt16 = reinterpret_cast<uint16_t*>(smem + C::off_v);    // V [keys][ldv] or V^T [D][ldv], slot order
+  uint16_t* const v16 = reinterpret_cast<uint16_t*>(smem + C::off_v);    // V [keys][ldv] or V^T [D][ldv], slot order
   float* const s_all = reinterpret_cast<float*>(smem + C::off_s);         // [warps][16][lds] scores
   uint16_t* const p_all = reinterpret_cast<uint16_t*>(smem + C::off_p);   // [warps][16][ldp] f16 probabilities
   float* const q_stage = reinterpret_cast<float*>(smem + C::q16_bytes);   // [rows][ldo] float32 Q (prologue)
@@ -532,9 +538,9 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   const uint32_t v_low = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(v_head));
   const uint32_t k_step = static_cast<uint32_t>(a.k_nb1), v_step = static_cast<uint32_t>(a.v_nb1);
 
-  // Buffer b of the K and V^T tiles (one buffer without double buffering).
+  // Buffer b of the K and V tiles (one buffer without double buffering).
   auto k16_of = [&](int b) { return k16 + b * (C::keys * C::ldk); };
-  auto vt16_of = [&](int b) { return vt16 + b * (C::v_bytes / 2); };
+  auto v16_of = [&](int b) { return v16 + b * (C::v_bytes / 2); };
   // The B operand of P V for dimensions 16n.. and keys 16ks.. of a V tile.
   auto load_v = [&](frag_b& vb, const uint16_t* v_tile, int n, int ks) {
     if constexpr (C::v_rows) platform::frag_load_b_rows(vb, v_tile + ks * 16 * C::ldv + n * 16, C::ldv);
@@ -550,11 +556,11 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
       mma_load_store_tile<KL, VL, C>(
           a, lut, [&](int i) { return st + i * C::raw_pitch + ((k0 + static_cast<uint32_t>(i) * k_step) & 15u); },
           [&](int i) { return st + C::raw_tile_bytes + i * C::raw_pitch + ((v0 + static_cast<uint32_t>(i) * v_step) & 15u); },
-          n_valid, k16_of(b), vt16_of(b), tid);
+          n_valid, k16_of(b), v16_of(b), tid);
     } else {
       mma_load_store_tile<KL, VL, C>(
           a, lut, [&](int i) { return k_head + static_cast<int64_t>(j0 + i) * a.k_nb1; },
-          [&](int i) { return v_head + static_cast<int64_t>(j0 + i) * a.v_nb1; }, n_valid, k16_of(b), vt16_of(b), tid);
+          [&](int i) { return v_head + static_cast<int64_t>(j0 + i) * a.v_nb1; }, n_valid, k16_of(b), v16_of(b), tid);
     }
   };
 
@@ -592,7 +598,7 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
       issue_stage(t + 2);
     } else {
       if constexpr (C::prefetch) {
-        mma_store_tile<KL, VL, C>(raw, lut, k16, vt16, tid);
+        mma_store_tile<KL, VL, C>(raw, lut, k16, v16, tid);
         if (t + 1 < n_tiles)
           mma_load_tile<KL, VL, C>(raw, a, k_head, v_head, j0 + C::keys, min(C::keys, kv_end - j0 - C::keys), tid);
       } else {
@@ -601,7 +607,7 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
       platform::sync_threads();
     }
     const uint16_t* const k_tile = k16_of(buf);
-    const uint16_t* const v_tile = vt16_of(buf);
+    const uint16_t* const v_tile = v16_of(buf);
 
     if (j0 < warp_end) {  // warp-uniform: some row of this warp sees a key of this tile
       // ---- S = Q K^T (16 rows x keys) --------------------------------------------------------------
