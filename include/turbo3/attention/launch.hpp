@@ -344,6 +344,7 @@ inline status init(int device) {
           for (int rows : {1, 2, 4, 8, 16})
             for (bool masked : {false, true}) {
               if (variant != vec_variant::scalar && rows != 8) continue;  // their rows are fixed
+              if (masked && variant != vec_variant::warp) continue;        // one kernel either way
               plan.variant = variant;
               plan.rows = rows;
               (void)detail::vec_resident_blocks(plan, k, v, masked);
