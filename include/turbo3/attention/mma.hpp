@@ -402,6 +402,133 @@ TURBO3_DEVICE TURBO3_FORCEINLINE int warp_max_int(int v) {
   return v;
 }
 
+// ---- Q prologue and output epilogue ----------------------------------------------------------------
+
+// 16 consecutive Q values of a row from dimension d0, prescaled; zeros for a padding row (null).
+// vec: every Q row is 16-byte aligned, so the run is read with 16-byte loads.
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q_run(const tile_args& a, const char* row, int d0, bool vec,
+                                                    float (&u)[kv::chunk_values]) {
+  if (row == nullptr) {
+    TURBO3_UNROLL
+    for (int e = 0; e < kv::chunk_values; ++e) u[e] = 0.0f;
+    return;
+  }
+  if (a.q_f16) {
+    const platform::half* h = reinterpret_cast<const platform::half*>(row) + d0;
+    if (vec) {
+      const uint4 w[2] = {reinterpret_cast<const uint4*>(h)[0], reinterpret_cast<const uint4*>(h)[1]};
+      const uint32_t x[8] = {w[0].x, w[0].y, w[0].z, w[0].w, w[1].x, w[1].y, w[1].z, w[1].w};
+      TURBO3_UNROLL
+      for (int i = 0; i < 8; ++i) platform::half2_bits_to_float2(x[i], u[2 * i], u[2 * i + 1]);
+    } else {
+      TURBO3_UNROLL
+      for (int e = 0; e < kv::chunk_values; ++e) u[e] = platform::half_to_float(h[e]);
+    }
+  } else {
+    const float* f = reinterpret_cast<const float*>(row) + d0;
+    if (vec) {
+      TURBO3_UNROLL
+      for (int k = 0; k < 4; ++k) {
+        const float4 v = reinterpret_cast<const float4*>(f)[k];
+        u[4 * k] = v.x, u[4 * k + 1] = v.y, u[4 * k + 2] = v.z, u[4 * k + 3] = v.w;
+      }
+    } else {
+      TURBO3_UNROLL
+      for (int e = 0; e < kv::chunk_values; ++e) u[e] = f[e];
+    }
+  }
+  TURBO3_UNROLL
+  for (int e = 0; e < kv::chunk_values; ++e) u[e] *= a.q_prescale;
+}
+
+// Q into q16 [rows][ldq] as f16 in K's slot order, prescaled and, when asked, rotated. Without the
+// rotation each thread converts whole chunks straight from the cache's Q rows. With it the rotation's
+// first pass runs on the values as they arrive from global memory (into the float32 staging rows)
+// and its second pass writes f16 straight into q16, so the rows cross shared memory twice instead
+// of five times (load, two passes, conversion). The caller synchronizes before reading q16.
+template <int D, class KL, class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q(const tile_args& a, uint16_t* q16, float* q_stage, int kv_head,
+                                                int head_group, int q_tile, int seq, int tid) {
+  const bool vec = ((reinterpret_cast<uintptr_t>(a.q) | static_cast<uintptr_t>(a.q_nb1 | a.q_nb2 | a.q_nb3)) &
+                    15) == 0;
+  auto row_of = [&](int r) -> const char* {
+    const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);
+    return row.query < 0 ? nullptr : a.q + row.query * a.q_nb1 + row.head * a.q_nb2 + seq * a.q_nb3;
+  };
+  if (!a.rotate_q) {
+    for (int item = tid; item < C::rows * C::chunks; item += C::threads) {
+      const int r = item / C::chunks, c = item % C::chunks;
+      float u[kv::chunk_values];
+      mma_load_q_run(a, row_of(r), c * kv::chunk_values, vec, u);
+      uint32_t w[kv::chunk_values / 2];
+      TURBO3_UNROLL
+      for (int i = 0; i < kv::chunk_values / 2; ++i)
+        w[i] = platform::pack_half2(u[KL::value_of_slot(2 * i)], u[KL::value_of_slot(2 * i + 1)]);
+      uint4* dst = reinterpret_cast<uint4*>(q16 + r * C::ldq + c * kv::chunk_values);
+      dst[0] = make_uint4(w[0], w[1], w[2], w[3]);
+      dst[1] = make_uint4(w[4], w[5], w[6], w[7]);
+    }
+    return;
+  }
+  constexpr int G = D / block_values;
+  static_assert(C::rows % 8 == 0, "the rotation takes rows in octets");
+  for (int i = tid; i < C::rows * G * rotation_runs; i += C::threads) {
+    int g, run;
+    rotation_run_item<G>(i, C::rows, true, g, run);
+    const int r = g / G, d0 = (g % G) * block_values + rotation_run_values * run;
+    float u[rotation_run_values];
+    mma_load_q_run(a, row_of(r), d0, vec, u);
+    rotate_run<false>(u, run);
+    float4* p = reinterpret_cast<float4*>(q_stage + r * C::ldo + d0);
+    TURBO3_UNROLL
+    for (int k = 0; k < rotation_run_values / 4; ++k)
+      p[k] = make_float4(u[4 * k], u[4 * k + 1], u[4 * k + 2], u[4 * k + 3]);
+  }
+  platform::sync_threads();
+  for (int i = tid; i < C::rows * G * rotation_columns; i += C::threads) {
+    int g, c;
+    rotation_column_item<G>(i, true, g, c);
+    const int r = g / G, d0 = (g % G) * block_values;
+    const float* p = q_stage + r * C::ldo + d0 + c;
+    float u[rotation_column_values];
+    TURBO3_UNROLL
+    for (int k = 0; k < rotation_column_values; ++k) u[k] = p[rotation_columns * k];
+    rotate_column<false>(u, c);
+    // Value c + 16k of the group is element c of chunk k: slot KL::slot(c) of that chunk.
+    uint16_t* dst = q16 + r * C::ldq + d0 + KL::slot(c);
+    TURBO3_UNROLL
+    for (int k = 0; k < rotation_column_values; ++k) dst[kv::chunk_values * k] = platform::float_to_half_bits(u[k]);
+  }
+}
+
+// Output rows from out_s [rows][ldo] (float32, normalized, natural order) to the caller's out,
+// un-rotated when asked: the rotation's second pass stores its columns straight to global memory.
+template <int D, class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out(const tile_args& a, float* out_s, int kv_head, int head_group,
+                                                   int q_tile, int seq, int tid) {
+  if (!a.unrotate_out) {
+    tile_store_out<D, C::rows, C::threads>(a, out_s, C::ldo, kv_head, head_group, q_tile, seq, tid);
+    return;
+  }
+  constexpr int G = D / block_values;
+  rotate_runs_shared<true, G>(out_s, C::rows, C::ldo, tid, C::threads);
+  for (int i = tid; i < C::rows * G * rotation_columns; i += C::threads) {
+    int g, c;
+    rotation_column_item<G>(i, true, g, c);
+    const int r = g / G, d0 = (g % G) * block_values;
+    const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);
+    if (row.query < 0) continue;
+    const float* p = out_s + r * C::ldo + d0 + c;
+    float u[rotation_column_values];
+    TURBO3_UNROLL
+    for (int k = 0; k < rotation_column_values; ++k) u[k] = p[rotation_columns * k];
+    rotate_column<true>(u, c);
+    char* dst = output_row(a, row.query, row.head, seq);
+    TURBO3_UNROLL
+    for (int k = 0; k < rotation_column_values; ++k) store_output(a, dst, d0 + c + rotation_columns * k, u[k]);
+  }
+}
+
 // ---- the kernel ----------------------------------------------------------------------------------
 
 template <int D, class KL, class VL, class C>
@@ -437,30 +564,7 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   const char* const v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
 
   // ---- Q: prescaled, rotated when asked, to f16 in K's slot order --------------------------------
-  tile_load_q<D, C::rows, C::threads>(a, q_stage, C::ldo, kv_head, head_group, q_tile, seq, tid);
-  platform::sync_threads();
-  if (a.rotate_q) rotate_rows_shared<false, D / block_values>(q_stage, C::rows, C::ldo, tid, C::threads);
-  // One 16-value chunk per item: four float4 reads, two 16-byte writes of f16 pairs in slot order.
-  for (int item = tid; item < C::rows * C::chunks; item += C::threads) {
-    const int r = item / C::chunks, c = item % C::chunks;
-    const float4* src4 = reinterpret_cast<const float4*>(q_stage + r * C::ldo + c * kv::chunk_values);
-    float x[kv::chunk_values];
-    TURBO3_UNROLL
-    for (int q = 0; q < kv::chunk_values / 4; ++q) {
-      const float4 f = src4[q];
-      x[4 * q] = f.x;
-      x[4 * q + 1] = f.y;
-      x[4 * q + 2] = f.z;
-      x[4 * q + 3] = f.w;
-    }
-    uint32_t w[kv::chunk_values / 2];
-    TURBO3_UNROLL
-    for (int i = 0; i < kv::chunk_values / 2; ++i)
-      w[i] = platform::pack_half2(x[KL::value_of_slot(2 * i)], x[KL::value_of_slot(2 * i + 1)]);
-    uint4* dst = reinterpret_cast<uint4*>(q16 + r * C::ldq + c * kv::chunk_values);
-    dst[0] = make_uint4(w[0], w[1], w[2], w[3]);
-    dst[1] = make_uint4(w[4], w[5], w[6], w[7]);
-  }
+  mma_load_q<D, KL, C>(a, q16, q_stage, kv_head, head_group, q_tile, seq, tid);
   platform::sync_threads();  // the staging area is reused by the K/V tiles
 
   // ---- softmax state: lane serves row sm_row of its warp, keys sm_sub, sm_sub + lpr, ... -------
@@ -833,8 +937,7 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
       }
   }
   platform::sync_threads();
-  if (a.unrotate_out) rotate_rows_shared<true, D / block_values>(out_s, C::rows, C::ldo, tid, C::threads);
-  tile_store_out<D, C::rows, C::threads>(a, out_s, C::ldo, kv_head, head_group, q_tile, seq, tid);
+  mma_store_out<D, C>(a, out_s, kv_head, head_group, q_tile, seq, tid);
 }
 
 // Instantiated for every family's configuration in every device pass; only the configuration of

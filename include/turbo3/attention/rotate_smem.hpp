@@ -12,7 +12,9 @@
 // and the two half-warps of the column pass take rows 4 apart (16 banks), not the two groups of
 // one row (the same banks).
 // A butterfly stage per barrier, with its index arithmetic, cost more than the attention itself
-// at short depth.
+// at short depth. rotate_run and rotate_column are the two passes' arithmetic on one thread's
+// values, for kernels that fuse the first pass with their global load or the second with their
+// store (mma.hpp), so that the rows cross shared memory fewer times.
 #pragma once
 
 #include <cstdint>
@@ -30,73 +32,107 @@ TURBO3_DEVICE TURBO3_FORCEINLINE float apply_sign(float v, uint32_t bits, int bi
   return platform::bits_to_float(platform::float_to_bits(v) ^ (((bits >> bit) & 1u) << 31));
 }
 
+inline constexpr int rotation_runs = block_values / 16;      // runs of 16 consecutive values per group
+inline constexpr int rotation_run_values = 16;
+inline constexpr int rotation_columns = 16;                   // columns of 8 values 16 apart per group
+inline constexpr int rotation_column_values = block_values / 16;
+
+// Run r of a group (values 16r .. 16r+15) in u: first signs, stages h = 1, 2, 4, 8.
+template <bool Inverse>
+TURBO3_DEVICE TURBO3_FORCEINLINE void rotate_run(float (&u)[rotation_run_values], int r) {
+  const uint32_t signs = (Inverse ? rotation_s2_word(r / 2) : rotation_s1_word(r / 2)) >> (16 * (r % 2));
+  TURBO3_UNROLL
+  for (int e = 0; e < rotation_run_values; ++e) u[e] = apply_sign(u[e], signs, e);
+  TURBO3_UNROLL
+  for (int h = 1; h < rotation_run_values; h *= 2)
+    TURBO3_UNROLL
+    for (int j = 0; j < rotation_run_values; ++j)
+      if ((j & h) == 0) {
+        const float a = u[j], b = u[j + h];
+        u[j] = a + b;
+        u[j + h] = a - b;
+      }
+}
+
+// Column c of a group (values c, c+16, ..., c+112) in u, after every run's rotate_run: stages
+// h = 16, 32, 64, then scale and last signs (value c + 16k is bit c + 16 (k % 2) of word k / 2).
+template <bool Inverse>
+TURBO3_DEVICE TURBO3_FORCEINLINE void rotate_column(float (&u)[rotation_column_values], int c) {
+  TURBO3_UNROLL
+  for (int h = 1; h < rotation_column_values; h *= 2)
+    TURBO3_UNROLL
+    for (int k = 0; k < rotation_column_values; ++k)
+      if ((k & h) == 0) {
+        const float a = u[k], b = u[k + h];
+        u[k] = a + b;
+        u[k + h] = a - b;
+      }
+  TURBO3_UNROLL
+  for (int k = 0; k < rotation_column_values; ++k) {
+    const uint32_t w = Inverse ? rotation_s1_word(k / 2) : rotation_s2_word(k / 2);
+    u[k] = apply_sign(u[k] * rotation_scale, w, c + 16 * (k % 2));
+  }
+}
+
+// Which run or column a pass item is: group g (row g / GROUPS_PER_ROW, group g % GROUPS_PER_ROW of
+// the row) and run or column index. rows_first: see the top of the file (needs n_rows % 8 == 0).
+template <int GROUPS_PER_ROW>
+TURBO3_DEVICE TURBO3_FORCEINLINE void rotation_run_item(int i, int n_rows, bool rows_first, int& g, int& r) {
+  const int row = i % n_rows, rest = i / n_rows;
+  r = rows_first ? rest / GROUPS_PER_ROW : i % rotation_runs;
+  g = rows_first ? row * GROUPS_PER_ROW + rest % GROUPS_PER_ROW : i / rotation_runs;
+}
+template <int GROUPS_PER_ROW>
+TURBO3_DEVICE TURBO3_FORCEINLINE void rotation_column_item(int i, bool rows_first, int& g, int& c) {
+  c = i % rotation_columns;
+  const int gi = i / rotation_columns;
+  // rows_first: per 8 rows and group of a row, items gi = 0..7 take rows 0, 4, 1, 5, 2, 6, 3, 7.
+  const int oct = gi % 8, rest = gi / 8;
+  g = rows_first ? (8 * (rest / GROUPS_PER_ROW) + 4 * (oct % 2) + oct / 2) * GROUPS_PER_ROW + rest % GROUPS_PER_ROW
+                 : gi;
+}
+
+// The first pass of rotate_rows_shared (every run of every group, in place), then a barrier: a caller
+// that consumes the columns itself (rotate_column) does the second.
+template <bool Inverse, int GROUPS_PER_ROW, bool ROWS_FIRST = true>
+TURBO3_DEVICE void rotate_runs_shared(float* x, int n_rows, int row_stride, int tid, int n_threads) {
+  static_assert(GROUPS_PER_ROW >= 1, "rows of whole 128-value groups");
+  const bool rows_first = ROWS_FIRST && n_rows % 8 == 0;
+  for (int i = tid; i < n_rows * GROUPS_PER_ROW * rotation_runs; i += n_threads) {
+    int g, r;
+    rotation_run_item<GROUPS_PER_ROW>(i, n_rows, rows_first, g, r);
+    float4* p = reinterpret_cast<float4*>(x + (g / GROUPS_PER_ROW) * row_stride + (g % GROUPS_PER_ROW) * block_values +
+                                          rotation_run_values * r);
+    float u[rotation_run_values];
+    TURBO3_UNROLL
+    for (int k = 0; k < rotation_run_values / 4; ++k) {
+      const float4 v = p[k];
+      u[4 * k] = v.x, u[4 * k + 1] = v.y, u[4 * k + 2] = v.z, u[4 * k + 3] = v.w;
+    }
+    rotate_run<Inverse>(u, r);
+    TURBO3_UNROLL
+    for (int k = 0; k < rotation_run_values / 4; ++k)
+      p[k] = make_float4(u[4 * k], u[4 * k + 1], u[4 * k + 2], u[4 * k + 3]);
+  }
+  platform::sync_threads();
+}
+
 // Rotates GROUPS_PER_ROW 128-value groups in each of n_rows rows, rows `row_stride` floats apart:
 // forward (R) or inverse (R^T). x and row_stride keep every group 16-byte aligned.
 template <bool Inverse, int GROUPS_PER_ROW, bool ROWS_FIRST = true>
 TURBO3_DEVICE void rotate_rows_shared(float* x, int n_rows, int row_stride, int tid, int n_threads) {
-  static_assert(GROUPS_PER_ROW >= 1, "rows of whole 128-value groups");
-  constexpr int runs = block_values / 16, columns = 16, run_values = 16, column_values = block_values / 16;
-  const int n_groups = n_rows * GROUPS_PER_ROW;
+  rotate_runs_shared<Inverse, GROUPS_PER_ROW, ROWS_FIRST>(x, n_rows, row_stride, tid, n_threads);
   const bool rows_first = ROWS_FIRST && n_rows % 8 == 0;  // the column order takes rows in octets
-  auto group_at = [&](int g) { return x + (g / GROUPS_PER_ROW) * row_stride + (g % GROUPS_PER_ROW) * block_values; };
-  auto first_word = [](int w) { return Inverse ? rotation_s2_word(w) : rotation_s1_word(w); };
-  auto last_word = [](int w) { return Inverse ? rotation_s1_word(w) : rotation_s2_word(w); };
-
-  // Runs: values 16r .. 16r+15 of a group; first signs, stages h = 1, 2, 4, 8. Item i: row i % n_rows,
-  // then group of the row, then run (ROWS_FIRST); else run i % runs of group i / runs.
-  for (int i = tid; i < n_groups * runs; i += n_threads) {
-    const int row = i % n_rows, rest = i / n_rows;
-    const int r = rows_first ? rest / GROUPS_PER_ROW : i % runs;
-    const int g = rows_first ? row * GROUPS_PER_ROW + rest % GROUPS_PER_ROW : i / runs;
-    float4* p = reinterpret_cast<float4*>(group_at(g) + run_values * r);
-    float u[run_values];
+  for (int i = tid; i < n_rows * GROUPS_PER_ROW * rotation_columns; i += n_threads) {
+    int g, c;
+    rotation_column_item<GROUPS_PER_ROW>(i, rows_first, g, c);
+    float* p = x + (g / GROUPS_PER_ROW) * row_stride + (g % GROUPS_PER_ROW) * block_values + c;
+    float u[rotation_column_values];
     TURBO3_UNROLL
-    for (int k = 0; k < run_values / 4; ++k) {
-      const float4 v = p[k];
-      u[4 * k] = v.x, u[4 * k + 1] = v.y, u[4 * k + 2] = v.z, u[4 * k + 3] = v.w;
-    }
-    const uint32_t signs = first_word(r / 2) >> (16 * (r % 2));
+    for (int k = 0; k < rotation_column_values; ++k) u[k] = p[rotation_columns * k];
+    rotate_column<Inverse>(u, c);
     TURBO3_UNROLL
-    for (int e = 0; e < run_values; ++e) u[e] = apply_sign(u[e], signs, e);
-    TURBO3_UNROLL
-    for (int h = 1; h < run_values; h *= 2)
-      TURBO3_UNROLL
-      for (int j = 0; j < run_values; ++j)
-        if ((j & h) == 0) {
-          const float a = u[j], b = u[j + h];
-          u[j] = a + b;
-          u[j + h] = a - b;
-        }
-    TURBO3_UNROLL
-    for (int k = 0; k < run_values / 4; ++k) p[k] = make_float4(u[4 * k], u[4 * k + 1], u[4 * k + 2], u[4 * k + 3]);
-  }
-  platform::sync_threads();
-
-  // Columns: values c, c+16, ..., c+112 of a group; stages h = 16, 32, 64, then scale and signs.
-  for (int i = tid; i < n_groups * columns; i += n_threads) {
-    const int c = i % columns, gi = i / columns;
-    // ROWS_FIRST: per 8 rows and group of a row, items gi = 0..7 take rows 0, 4, 1, 5, 2, 6, 3, 7.
-    const int oct = gi % 8, rest = gi / 8;
-    const int g = rows_first ? (8 * (rest / GROUPS_PER_ROW) + 4 * (oct % 2) + oct / 2) * GROUPS_PER_ROW +
-                                   rest % GROUPS_PER_ROW
-                             : gi;
-    float* p = group_at(g) + c;
-    float u[column_values];
-    TURBO3_UNROLL
-    for (int k = 0; k < column_values; ++k) u[k] = p[columns * k];
-    TURBO3_UNROLL
-    for (int h = 1; h < column_values; h *= 2)
-      TURBO3_UNROLL
-      for (int k = 0; k < column_values; ++k)
-        if ((k & h) == 0) {
-          const float a = u[k], b = u[k + h];
-          u[k] = a + b;
-          u[k + h] = a - b;
-        }
-    // Value c + 16k is bit c + 16 (k % 2) of sign word k / 2.
-    TURBO3_UNROLL
-    for (int k = 0; k < column_values; ++k)
-      p[columns * k] = apply_sign(u[k] * rotation_scale, last_word(k / 2), c + 16 * (k % 2));
+    for (int k = 0; k < rotation_column_values; ++k) p[rotation_columns * k] = u[k];
   }
   platform::sync_threads();
 }
