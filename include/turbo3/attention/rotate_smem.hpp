@@ -37,16 +37,14 @@ inline constexpr int rotation_run_values = 16;
 inline constexpr int rotation_columns = 16;                   // columns of 8 values 16 apart per group
 inline constexpr int rotation_column_values = block_values / 16;
 
-// Run r of a group (values 16r .. 16r+15) in u: first signs, stages h = 1, 2, 4, 8.
-template <bool Inverse>
-TURBO3_DEVICE TURBO3_FORCEINLINE void rotate_run(float (&u)[rotation_run_values], int r) {
-  const uint32_t signs = (Inverse ? rotation_s2_word(r / 2) : rotation_s1_word(r / 2)) >> (16 * (r % 2));
+// The unnormalized butterfly stages h = 1, 2, ..., N / 2 over one thread's N values, in the order
+// of the host rotation: (u[j], u[j + h]) -> (u[j] + u[j + h], u[j] - u[j + h]) for j % (2h) < h.
+template <int N>
+TURBO3_DEVICE TURBO3_FORCEINLINE void butterflies(float (&u)[N]) {
   TURBO3_UNROLL
-  for (int e = 0; e < rotation_run_values; ++e) u[e] = apply_sign(u[e], signs, e);
-  TURBO3_UNROLL
-  for (int h = 1; h < rotation_run_values; h *= 2)
+  for (int h = 1; h < N; h *= 2)
     TURBO3_UNROLL
-    for (int j = 0; j < rotation_run_values; ++j)
+    for (int j = 0; j < N; ++j)
       if ((j & h) == 0) {
         const float a = u[j], b = u[j + h];
         u[j] = a + b;
@@ -54,19 +52,20 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void rotate_run(float (&u)[rotation_run_values]
       }
 }
 
+// Run r of a group (values 16r .. 16r+15) in u: first signs, stages h = 1, 2, 4, 8.
+template <bool Inverse>
+TURBO3_DEVICE TURBO3_FORCEINLINE void rotate_run(float (&u)[rotation_run_values], int r) {
+  const uint32_t signs = (Inverse ? rotation_s2_word(r / 2) : rotation_s1_word(r / 2)) >> (16 * (r % 2));
+  TURBO3_UNROLL
+  for (int e = 0; e < rotation_run_values; ++e) u[e] = apply_sign(u[e], signs, e);
+  butterflies(u);
+}
+
 // Column c of a group (values c, c+16, ..., c+112) in u, after every run's rotate_run: stages
 // h = 16, 32, 64, then scale and last signs (value c + 16k is bit c + 16 (k % 2) of word k / 2).
 template <bool Inverse>
 TURBO3_DEVICE TURBO3_FORCEINLINE void rotate_column(float (&u)[rotation_column_values], int c) {
-  TURBO3_UNROLL
-  for (int h = 1; h < rotation_column_values; h *= 2)
-    TURBO3_UNROLL
-    for (int k = 0; k < rotation_column_values; ++k)
-      if ((k & h) == 0) {
-        const float a = u[k], b = u[k + h];
-        u[k] = a + b;
-        u[k + h] = a - b;
-      }
+  butterflies(u);  // on values 16 apart: the group's stages h = 16, 32, 64
   TURBO3_UNROLL
   for (int k = 0; k < rotation_column_values; ++k) {
     const uint32_t w = Inverse ? rotation_s1_word(k / 2) : rotation_s2_word(k / 2);
