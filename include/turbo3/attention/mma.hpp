@@ -81,16 +81,17 @@ struct mma_shape {
 // 200 KB, one per SM) so each unpacked K/V tile feeds twice the rows, without register prefetch
 // (with it, ptxas spills next to the 128 accumulator registers) but with all of a tile's loads
 // issued together; turbo3 K and V (turbo3_kv) staged (the decode then reads shared memory, not
-// the cache) and double buffered in 32-key tiles (measured on an H200: turbo3 1-5% faster than with
-// 64-key single-buffered tiles; f16, whose tiles come straight from the cache, 11-13% slower, so it
-// keeps them). AMD: <= 64 KB LDS per work-group, so fewer rows and 32-key tiles, no register
+// the cache) and double buffered in 48-key tiles, the most two buffers leave room for next to the
+// float32 Q staging area (measured on an H200: 32-key double-buffered tiles were 1-5% faster than
+// 64-key single-buffered ones, 48-key 1-2% faster again causal and 2-5% masked; f16, whose tiles
+// come straight from the cache, was 11-13% slower double buffered, so it keeps 64-key tiles). AMD: <= 64 KB LDS per work-group, so fewer rows and 32-key tiles, no register
 // prefetch, loads in rounds of two K and two V items. V as key rows on NVIDIA (measured on an H200,
 // D = 256: 10-18% faster than V^T for f16 and turbo3 alike); AMD keeps V^T, whose fragment loads
 // there read contiguous runs.
 TURBO3_HD constexpr mma_shape mma_table(platform::arch_family f, int d, bool turbo3_kv = false) {
   if (f == platform::arch_family::nvidia) {
     if (d == 128) return mma_shape{4, 64, 2, true, 4, true, false, true};
-    return turbo3_kv ? mma_shape{8, 32, 1, false, 4, true, true, true} : mma_shape{8, 64, 1, false, 4, true, false, true};
+    return turbo3_kv ? mma_shape{8, 48, 1, false, 4, true, true, true} : mma_shape{8, 64, 1, false, 4, true, false, true};
   }
   return d == 128 ? mma_shape{4, 32, 1, false, 2, false, false, false}
                   : mma_shape{2, 32, 1, false, 1, false, false, false};
@@ -375,12 +376,13 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_stage_copy(platform::async_destination
                                                     const char* k_head, const char* v_head, int j0, int n_valid,
                                                     int tid) {
   constexpr int per_pass = C::threads / C::raw_row_lanes;  // rows in flight per pass
-  static_assert(!C::staged || C::keys % per_pass == 0, "K rows and V rows never share a pass");
+  static_assert(!C::staged || (2 * C::keys) % per_pass == 0, "K and V rows fill whole passes");
   const int seg = tid % C::raw_row_lanes, slot = tid / C::raw_row_lanes;
   TURBO3_UNROLL
   for (int pass = 0; pass < 2 * C::keys / per_pass; ++pass) {
     const int row = slot + pass * per_pass;
-    const bool is_v = pass >= C::keys / per_pass;
+    // Whole passes of K rows, then of V rows, where the tile allows; else a pass holds both.
+    const bool is_v = C::keys % per_pass == 0 ? pass >= C::keys / per_pass : row >= C::keys;
     const int key = is_v ? row - C::keys : row;
     if (key >= n_valid) continue;
     const char* src = is_v ? v_head + static_cast<int64_t>(j0 + key) * a.v_nb1 : k_head + static_cast<int64_t>(j0 + key) * a.k_nb1;
