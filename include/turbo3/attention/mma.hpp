@@ -81,13 +81,13 @@ struct mma_shape {
 // 200 KB, one per SM) so each unpacked K/V tile feeds twice the rows, without register prefetch
 // (with it, ptxas spills next to the 128 accumulator registers) but with all of a tile's loads
 // issued together; turbo3 K and V (turbo3_kv) staged (the decode then reads shared memory, not
-// the cache) and double buffered in 48-key tiles, the most two buffers leave room for next to the
-// float32 Q staging area (measured on an H200: 32-key double-buffered tiles were 1-5% faster than
-// 64-key single-buffered ones, 48-key 1-2% faster again causal and 2-5% masked; f16, whose tiles
-// come straight from the cache, was 11-13% slower double buffered, so it keeps 64-key tiles). AMD: <= 64 KB LDS per work-group, so fewer rows and 32-key tiles, no register
-// prefetch, loads in rounds of two K and two V items. V as key rows on NVIDIA (measured on an H200,
-// D = 256: 10-18% faster than V^T for f16 and turbo3 alike); AMD keeps V^T, whose fragment loads
-// there read contiguous runs.
+// the cache) and double buffered in 48-key tiles (205 KB; two 64-key buffers with their scratch
+// would need 250 KB). Measured on an H200: 32-key double-buffered tiles were 1-5% faster than 64-key
+// single-buffered ones, 48-key 1-2% faster again causal and 2-5% masked; f16, whose tiles come
+// straight from the cache, was 11-13% slower double buffered, so it keeps 64-key tiles. AMD: <= 64
+// KB LDS per work-group, so fewer rows and 32-key tiles, no register prefetch, loads in rounds of
+// two K and two V items. V as key rows on NVIDIA (measured on an H200, D = 256: 10-18% faster than
+// V^T for f16 and turbo3 alike); AMD keeps V^T, whose fragment loads there read contiguous runs.
 TURBO3_HD constexpr mma_shape mma_table(platform::arch_family f, int d, bool turbo3_kv = false) {
   if (f == platform::arch_family::nvidia) {
     if (d == 128) return mma_shape{4, 64, 2, true, 4, true, false, true};
@@ -444,7 +444,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q_run(const tile_args& a, const c
 }
 
 // Q into q16 [rows][ldq] as f16 in K's slot order, prescaled and, when asked, rotated. Without the
-// rotation each thread converts whole chunks straight from the cache's Q rows. With it the rotation's
+// rotation each thread converts whole chunks straight from the caller's Q rows. With it the rotation's
 // first pass runs on the values as they arrive from global memory (into the float32 staging rows)
 // and its second pass writes f16 straight into q16, so the rows cross shared memory twice instead
 // of five times (load, two passes, conversion). The caller synchronizes before reading q16.
