@@ -474,33 +474,21 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q(const tile_args& a, uint16_t* q
   }
   constexpr int G = D / block_values;
   static_assert(C::rows % 8 == 0, "the rotation takes rows in octets");
-  for (int i = tid; i < C::rows * G * rotation_runs; i += C::threads) {
-    int g, run;
-    rotation_run_item<G>(i, C::rows, true, g, run);
-    const int r = g / G, d0 = (g % G) * block_values + rotation_run_values * run;
-    float u[rotation_run_values];
-    mma_load_q_run(a, row_of(r), d0, vec, u);
-    rotate_run<false>(u, run);
-    float4* p = reinterpret_cast<float4*>(q_stage + r * C::ldo + d0);
-    TURBO3_UNROLL
-    for (int k = 0; k < rotation_run_values / 4; ++k)
-      p[k] = make_float4(u[4 * k], u[4 * k + 1], u[4 * k + 2], u[4 * k + 3]);
-  }
+  rotate_runs<false, G>(
+      C::rows, true, tid, C::threads,
+      [&](int r, int d, float(&u)[rotation_run_values]) { mma_load_q_run(a, row_of(r), d, vec, u); },
+      [&](int r, int d, const float(&u)[rotation_run_values]) { store_run(q_stage + r * C::ldo + d, u); });
   platform::sync_threads();
-  for (int i = tid; i < C::rows * G * rotation_columns; i += C::threads) {
-    int g, c;
-    rotation_column_item<G>(i, true, g, c);
-    const int r = g / G, d0 = (g % G) * block_values;
-    const float* p = q_stage + r * C::ldo + d0 + c;
-    float u[rotation_column_values];
-    TURBO3_UNROLL
-    for (int k = 0; k < rotation_column_values; ++k) u[k] = p[rotation_columns * k];
-    rotate_column<false>(u, c);
-    // Value c + 16k of the group is element c of chunk k: slot KL::slot(c) of that chunk.
-    uint16_t* dst = q16 + r * C::ldq + d0 + KL::slot(c);
-    TURBO3_UNROLL
-    for (int k = 0; k < rotation_column_values; ++k) dst[kv::chunk_values * k] = platform::float_to_half_bits(u[k]);
-  }
+  rotate_columns<false, G>(
+      C::rows, true, tid, C::threads,
+      [&](int r, int d, float(&u)[rotation_column_values]) { load_column(q_stage + r * C::ldo + d, u); },
+      [&](int r, int d, const float(&u)[rotation_column_values]) {
+        // Value c + 16k of the group (c = d % 16) is element c of its chunk k: slot KL::slot(c).
+        uint16_t* dst = q16 + r * C::ldq + (d - d % rotation_columns) + KL::slot(d % rotation_columns);
+        TURBO3_UNROLL
+        for (int k = 0; k < rotation_column_values; ++k)
+          dst[kv::chunk_values * k] = platform::float_to_half_bits(u[k]);
+      });
 }
 
 // Output rows from out_s [rows][ldo] (float32, normalized, natural order) to the caller's out,
@@ -514,21 +502,16 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out(const tile_args& a, float* o
   }
   constexpr int G = D / block_values;
   rotate_runs_shared<true, G>(out_s, C::rows, C::ldo, tid, C::threads);
-  for (int i = tid; i < C::rows * G * rotation_columns; i += C::threads) {
-    int g, c;
-    rotation_column_item<G>(i, true, g, c);
-    const int r = g / G, d0 = (g % G) * block_values;
-    const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);
-    if (row.query < 0) continue;
-    const float* p = out_s + r * C::ldo + d0 + c;
-    float u[rotation_column_values];
-    TURBO3_UNROLL
-    for (int k = 0; k < rotation_column_values; ++k) u[k] = p[rotation_columns * k];
-    rotate_column<true>(u, c);
-    char* dst = output_row(a, row.query, row.head, seq);
-    TURBO3_UNROLL
-    for (int k = 0; k < rotation_column_values; ++k) store_output(a, dst, d0 + c + rotation_columns * k, u[k]);
-  }
+  rotate_columns<true, G>(
+      C::rows, true, tid, C::threads,
+      [&](int r, int d, float(&u)[rotation_column_values]) { load_column(out_s + r * C::ldo + d, u); },
+      [&](int r, int d, const float(&u)[rotation_column_values]) {
+        const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);
+        if (row.query < 0) return;  // padding row
+        char* dst = output_row(a, row.query, row.head, seq);
+        TURBO3_UNROLL
+        for (int k = 0; k < rotation_column_values; ++k) store_output(a, dst, d + rotation_columns * k, u[k]);
+      });
 }
 
 // ---- the kernel ----------------------------------------------------------------------------------

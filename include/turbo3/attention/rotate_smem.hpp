@@ -12,9 +12,9 @@
 // and the two half-warps of the column pass take rows 4 apart (16 banks), not the two groups of
 // one row (the same banks).
 // A butterfly stage per barrier, with its index arithmetic, cost more than the attention itself
-// at short depth. rotate_run and rotate_column are the two passes' arithmetic on one thread's
-// values, for kernels that fuse the first pass with their global load or the second with their
-// store (mma.hpp), so that the rows cross shared memory fewer times.
+// at short depth. rotate_runs and rotate_columns take the data's source and destination from the
+// caller, so that a kernel can fuse the first pass with its global load or the second with its
+// store (mma.hpp) and the rows cross shared memory fewer times.
 #pragma once
 
 #include <cstdint>
@@ -73,6 +73,29 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void rotate_column(float (&u)[rotation_column_v
   }
 }
 
+// A run (16 consecutive values, 16-byte aligned) or a column (values 16 apart) of a row in memory,
+// into a pass's registers and back.
+TURBO3_DEVICE TURBO3_FORCEINLINE void load_run(const float* p, float (&u)[rotation_run_values]) {
+  TURBO3_UNROLL
+  for (int k = 0; k < rotation_run_values / 4; ++k) {
+    const float4 v = reinterpret_cast<const float4*>(p)[k];
+    u[4 * k] = v.x, u[4 * k + 1] = v.y, u[4 * k + 2] = v.z, u[4 * k + 3] = v.w;
+  }
+}
+TURBO3_DEVICE TURBO3_FORCEINLINE void store_run(float* p, const float (&u)[rotation_run_values]) {
+  TURBO3_UNROLL
+  for (int k = 0; k < rotation_run_values / 4; ++k)
+    reinterpret_cast<float4*>(p)[k] = make_float4(u[4 * k], u[4 * k + 1], u[4 * k + 2], u[4 * k + 3]);
+}
+TURBO3_DEVICE TURBO3_FORCEINLINE void load_column(const float* p, float (&u)[rotation_column_values]) {
+  TURBO3_UNROLL
+  for (int k = 0; k < rotation_column_values; ++k) u[k] = p[rotation_columns * k];
+}
+TURBO3_DEVICE TURBO3_FORCEINLINE void store_column(float* p, const float (&u)[rotation_column_values]) {
+  TURBO3_UNROLL
+  for (int k = 0; k < rotation_column_values; ++k) p[rotation_columns * k] = u[k];
+}
+
 // Which run or column a pass item is: group g (row g / GROUPS_PER_ROW, group g % GROUPS_PER_ROW of
 // the row) and run or column index. rows_first: see the top of the file (needs n_rows % 8 == 0).
 template <int GROUPS_PER_ROW>
@@ -91,28 +114,50 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void rotation_column_item(int i, bool rows_firs
                  : gi;
 }
 
-// The first pass of rotate_rows_shared (every run of every group, in place), then a barrier: a caller
-// that consumes the columns itself (rotate_column) does the second.
-template <bool Inverse, int GROUPS_PER_ROW, bool ROWS_FIRST = true>
-TURBO3_DEVICE void rotate_runs_shared(float* x, int n_rows, int row_stride, int tid, int n_threads) {
+// The two passes over n_rows rows of GROUPS_PER_ROW groups each, with the data's source and
+// destination left to the caller, so that a kernel can fuse a pass with its global load or store
+// (mma.hpp) and the work-group walks the items in the order above in every case. Runs:
+// load(row, d, u) fills u with dimensions d .. d + 15 of the row, store(row, d, u) takes them
+// rotated. Columns: load(row, d, u) fills u with dimensions d, d + 16, ..., d + 112 (d - d % 128 is
+// the group's first dimension, d % 16 the column), store(row, d, u) takes them rotated. No barrier.
+template <bool Inverse, int GROUPS_PER_ROW, class Load, class Store>
+TURBO3_DEVICE TURBO3_FORCEINLINE void rotate_runs(int n_rows, bool rows_first, int tid, int n_threads, Load load,
+                                                  Store store) {
   static_assert(GROUPS_PER_ROW >= 1, "rows of whole 128-value groups");
-  const bool rows_first = ROWS_FIRST && n_rows % 8 == 0;
   for (int i = tid; i < n_rows * GROUPS_PER_ROW * rotation_runs; i += n_threads) {
     int g, r;
     rotation_run_item<GROUPS_PER_ROW>(i, n_rows, rows_first, g, r);
-    float4* p = reinterpret_cast<float4*>(x + (g / GROUPS_PER_ROW) * row_stride + (g % GROUPS_PER_ROW) * block_values +
-                                          rotation_run_values * r);
+    const int row = g / GROUPS_PER_ROW, d = (g % GROUPS_PER_ROW) * block_values + rotation_run_values * r;
     float u[rotation_run_values];
-    TURBO3_UNROLL
-    for (int k = 0; k < rotation_run_values / 4; ++k) {
-      const float4 v = p[k];
-      u[4 * k] = v.x, u[4 * k + 1] = v.y, u[4 * k + 2] = v.z, u[4 * k + 3] = v.w;
-    }
+    load(row, d, u);
     rotate_run<Inverse>(u, r);
-    TURBO3_UNROLL
-    for (int k = 0; k < rotation_run_values / 4; ++k)
-      p[k] = make_float4(u[4 * k], u[4 * k + 1], u[4 * k + 2], u[4 * k + 3]);
+    store(row, d, u);
   }
+}
+template <bool Inverse, int GROUPS_PER_ROW, class Load, class Store>
+TURBO3_DEVICE TURBO3_FORCEINLINE void rotate_columns(int n_rows, bool rows_first, int tid, int n_threads, Load load,
+                                                     Store store) {
+  static_assert(GROUPS_PER_ROW >= 1, "rows of whole 128-value groups");
+  for (int i = tid; i < n_rows * GROUPS_PER_ROW * rotation_columns; i += n_threads) {
+    int g, c;
+    rotation_column_item<GROUPS_PER_ROW>(i, rows_first, g, c);
+    const int row = g / GROUPS_PER_ROW, d = (g % GROUPS_PER_ROW) * block_values + c;
+    float u[rotation_column_values];
+    load(row, d, u);
+    rotate_column<Inverse>(u, c);
+    store(row, d, u);
+  }
+}
+
+// The first pass of rotate_rows_shared (every run of every group, in place), then a barrier: a caller
+// that consumes the columns itself (rotate_columns) does the second.
+template <bool Inverse, int GROUPS_PER_ROW, bool ROWS_FIRST = true>
+TURBO3_DEVICE void rotate_runs_shared(float* x, int n_rows, int row_stride, int tid, int n_threads) {
+  const bool rows_first = ROWS_FIRST && n_rows % 8 == 0;
+  rotate_runs<Inverse, GROUPS_PER_ROW>(
+      n_rows, rows_first, tid, n_threads,
+      [&](int row, int d, float(&u)[rotation_run_values]) { load_run(x + row * row_stride + d, u); },
+      [&](int row, int d, const float(&u)[rotation_run_values]) { store_run(x + row * row_stride + d, u); });
   platform::sync_threads();
 }
 
@@ -122,17 +167,10 @@ template <bool Inverse, int GROUPS_PER_ROW, bool ROWS_FIRST = true>
 TURBO3_DEVICE void rotate_rows_shared(float* x, int n_rows, int row_stride, int tid, int n_threads) {
   rotate_runs_shared<Inverse, GROUPS_PER_ROW, ROWS_FIRST>(x, n_rows, row_stride, tid, n_threads);
   const bool rows_first = ROWS_FIRST && n_rows % 8 == 0;  // the column order takes rows in octets
-  for (int i = tid; i < n_rows * GROUPS_PER_ROW * rotation_columns; i += n_threads) {
-    int g, c;
-    rotation_column_item<GROUPS_PER_ROW>(i, rows_first, g, c);
-    float* p = x + (g / GROUPS_PER_ROW) * row_stride + (g % GROUPS_PER_ROW) * block_values + c;
-    float u[rotation_column_values];
-    TURBO3_UNROLL
-    for (int k = 0; k < rotation_column_values; ++k) u[k] = p[rotation_columns * k];
-    rotate_column<Inverse>(u, c);
-    TURBO3_UNROLL
-    for (int k = 0; k < rotation_column_values; ++k) p[rotation_columns * k] = u[k];
-  }
+  rotate_columns<Inverse, GROUPS_PER_ROW>(
+      n_rows, rows_first, tid, n_threads,
+      [&](int row, int d, float(&u)[rotation_column_values]) { load_column(x + row * row_stride + d, u); },
+      [&](int row, int d, const float(&u)[rotation_column_values]) { store_column(x + row * row_stride + d, u); });
   platform::sync_threads();
 }
 
