@@ -654,6 +654,8 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   };
 
   [[maybe_unused]] mma_tile_raw<KL, VL, C> raw;
+  // Warps w and w + warps / 2 share a scheduler (warps are dealt to the four in turn).
+  [[maybe_unused]] const bool fill_late = C::double_buffer && warp >= C::warps / 2;
   if constexpr (C::double_buffer) {
     // Tile 0 into buffer 0 before the loop; stages: tiles 0 and 1 copied, then 2 once stage 0 is free.
     if (staged) {
@@ -678,7 +680,10 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
     int buf = 0;
     if constexpr (C::double_buffer) {
       buf = t & 1;
-      if (t + 1 < n_tiles) fill(t + 1, buf ^ 1);  // the buffer every warp finished with last tile
+      // The buffer every warp finished with last tile. Half the warps fill it before their
+      // multiplies, half after (fill_late), so each scheduler has a warp unpacking beside one
+      // multiplying instead of all warps unpacking at once after the barrier.
+      if (!fill_late && t + 1 < n_tiles) fill(t + 1, buf ^ 1);
     } else if (staged) {
       platform::async_wait<1>();  // this thread's copies of tile t are done (t + 1 may be in flight)
       platform::sync_threads();   // everyone's; and every warp is done with tile t - 1
@@ -868,6 +873,9 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
           }
         }
       }
+    }
+    if constexpr (C::double_buffer) {
+      if (fill_late && t + 1 < n_tiles) fill(t + 1, buf ^ 1);
     }
     // The K/V tiles and the warps' scratch are rewritten by the next tile (staged: after the barrier
     // that opens it). Double buffered: the next tile's buffer is complete and this one free after
