@@ -265,17 +265,20 @@ TEST_CASE("MMA: sanitizer subset", "[mma-san]") {
         c.sinks = true;
         run_case(c, rng);
       }
-  // turbo3 K/V at D = 256 (NVIDIA: staged, double-buffered tiles) over several query tiles, causal.
-  attention_case c;
-  c.head_dim = 256;
-  c.n_head = 4;
-  c.n_head_kv = 2;
-  c.n_q = 150;
-  c.n_kv = 170;
-  c.k_type = data_type::turbo3;
-  c.v_type = data_type::turbo3;
-  c.causal = true;
-  run_case(c, rng);
+  // f16 and turbo3 K/V at D = 256 (NVIDIA: double-buffered tiles, turbo3 staged) over several query
+  // tiles and key tiles, causal.
+  for (data_type t : kv_types) {
+    attention_case c;
+    c.head_dim = 256;
+    c.n_head = 4;
+    c.n_head_kv = 2;
+    c.n_q = 150;
+    c.n_kv = 170;
+    c.k_type = t;
+    c.v_type = t;
+    c.causal = true;
+    run_case(c, rng);
+  }
 }
 
 

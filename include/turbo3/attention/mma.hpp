@@ -69,29 +69,30 @@ struct mma_shape {
   bool staged;    // turbo3 K and V: copy the raw bytes of the tiles ahead into shared memory with
                   // asynchronous copies (two stages), decode from there; needs the score fragments
                   // in registers (platform::frag_acc_is_a), as the stages use the score scratch
-  bool double_buffer;  // two K/V tile buffers: each warp decodes (or loads) its share of tile t + 1,
-                       // then multiplies tile t, and one barrier per tile separates them, so one
-                       // warp's unpack runs beside another's matrix multiplies (needs !prefetch)
+  bool double_buffer;  // two K/V tile buffers: each warp decodes (or loads) its share of tile t + 1
+                       // before or after (half the warps each) it multiplies tile t, and one barrier
+                       // per tile separates them, so one warp's unpack or loads run beside another's
+                       // matrix multiplies (needs !prefetch)
   bool v_rows;  // V tile stored as key rows [keys][D + 8], like K, read with frag_load_b_rows (a
                 // transposing load on NVIDIA); else as V^T [D][keys + 8], read with frag_load_b
 };
 
 // NVIDIA: D = 128 with 64 rows (about 80 KB of shared memory, two work-groups per SM), the next
 // tile's bytes read into registers during the math where not staged; D = 256 with 128 rows (about
-// 200 KB, one per SM) so each unpacked K/V tile feeds twice the rows, without register prefetch
-// (with it, ptxas spills next to the 128 accumulator registers) but with all of a tile's loads
-// issued together; turbo3 K and V (turbo3_kv) staged (the decode then reads shared memory, not
-// the cache) and double buffered in 48-key tiles (205 KB; two 64-key buffers with their scratch
-// would need 250 KB). Measured on an H200: 32-key double-buffered tiles were 1-5% faster than 64-key
-// single-buffered ones, 48-key 1-2% faster again causal and 2-5% masked; f16, whose tiles come
-// straight from the cache, was 11-13% slower double buffered, so it keeps 64-key tiles. AMD: <= 64
-// KB LDS per work-group, so fewer rows and 32-key tiles, no register prefetch, loads in rounds of
-// two K and two V items. V as key rows on NVIDIA (measured on an H200, D = 256: 10-18% faster than
-// V^T for f16 and turbo3 alike); AMD keeps V^T, whose fragment loads there read contiguous runs.
-TURBO3_HD constexpr mma_shape mma_table(platform::arch_family f, int d, bool turbo3_kv = false) {
+// 205 KB, one per SM) so each unpacked K/V tile feeds twice the rows, without register prefetch
+// (with it, ptxas spills next to the 128 accumulator registers), double buffered in 48-key tiles
+// (two 64-key buffers with their scratch would need 250 KB), turbo3 K and V staged (the decode
+// then reads shared memory, not the cache). Measured on an H200, D = 256: turbo3 32-key double-
+// buffered tiles were 1-5% faster than 64-key single-buffered ones, 48-key 1-2% faster again causal
+// and 2-5% masked; f16 double buffered was 11-13% slower than 64-key single-buffered tiles while
+// every warp filled the next tile before its multiplies, and 1-4% faster causal, 4-8% masked, once
+// half the warps filled it after them (mma_body). AMD: <= 64 KB LDS per work-group, so fewer rows
+// and 32-key tiles, no register prefetch, loads in rounds of two K and two V items. V as key rows on
+// NVIDIA (measured on an H200, D = 256: 10-18% faster than V^T for f16 and turbo3 alike); AMD keeps
+// V^T, whose fragment loads there read contiguous runs.
+TURBO3_HD constexpr mma_shape mma_table(platform::arch_family f, int d) {
   if (f == platform::arch_family::nvidia) {
-    if (d == 128) return mma_shape{4, 64, 2, true, 4, true, false, true};
-    return turbo3_kv ? mma_shape{8, 48, 1, false, 4, true, true, true} : mma_shape{8, 64, 1, false, 4, true, false, true};
+    return d == 128 ? mma_shape{4, 64, 2, true, 4, true, false, true} : mma_shape{8, 48, 1, false, 4, true, true, true};
   }
   return d == 128 ? mma_shape{4, 32, 1, false, 2, false, false, false}
                   : mma_shape{2, 32, 1, false, 1, false, false, false};
@@ -154,11 +155,10 @@ struct mma_config {
   static_assert(ldq % 8 == 0 && ldk % 8 == 0 && ldv % 8 == 0 && ldp % 8 == 0, "fragment rows 16-byte aligned");
 };
 
-template <int D, platform::arch_family F, bool T3 = false>
-using mma_config_for = mma_config<D, mma_table(F, D, T3).warps, mma_table(F, D, T3).keys, family_wave(F),
-                                  mma_table(F, D, T3).resident, mma_table(F, D, T3).prefetch,
-                                  mma_table(F, D, T3).batch, mma_table(F, D, T3).staged,
-                                  mma_table(F, D, T3).double_buffer, mma_table(F, D, T3).v_rows>;
+template <int D, platform::arch_family F>
+using mma_config_for = mma_config<D, mma_table(F, D).warps, mma_table(F, D).keys, family_wave(F),
+                                  mma_table(F, D).resident, mma_table(F, D).prefetch, mma_table(F, D).batch,
+                                  mma_table(F, D).staged, mma_table(F, D).double_buffer, mma_table(F, D).v_rows>;
 
 template <platform::arch_family F>
 constexpr bool mma_fits_lds() {
@@ -168,7 +168,6 @@ static_assert(mma_fits_lds<platform::arch_family::rdna4>() && mma_fits_lds<platf
                   mma_fits_lds<platform::arch_family::cdna3>(),
               "an AMD MMA shape needs more than 64 KB of LDS");
 static_assert(mma_config_for<256, platform::arch_family::nvidia>::smem_bytes <= 232448 &&
-                  mma_config_for<256, platform::arch_family::nvidia, true>::smem_bytes <= 232448 &&
                   mma_config_for<128, platform::arch_family::nvidia>::smem_bytes <= 232448,
               "an NVIDIA MMA shape needs more than 227 KB of shared memory");
 
@@ -972,8 +971,7 @@ template <int D, class KL, class VL>
 status launch_mma_family(const tile_args& a, platform::arch_family f, hipStream_t stream) {
 #if defined(TURBO3_PLATFORM_CUDA)
   (void)f;
-  constexpr bool t3 = KL::type == data_type::turbo3 && VL::type == data_type::turbo3;
-  return launch_mma_config<D, KL, VL, mma_config_for<D, platform::arch_family::nvidia, t3>>(a, stream);
+  return launch_mma_config<D, KL, VL, mma_config_for<D, platform::arch_family::nvidia>>(a, stream);
 #else
   switch (f) {
     case platform::arch_family::cdna3:
