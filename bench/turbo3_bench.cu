@@ -70,7 +70,9 @@ struct bench_config {
   bool prefill_mask = false;  // also register the /mask variants
   bool head_major = false;  // K/V layout: head-major instead of token-major
   int kv_splits = 0;        // decode split-KV count; 0: the launcher's choice
-  bool library_rotates = true;  // false: the caller rotates Q and the output (an engine's own graph)
+  // false: the caller rotates Q / un-rotates the output itself (an engine's own graph)
+  bool library_rotates_q = true;
+  bool library_unrotates_out = true;
 } g_config;
 
 double measure_copy_bandwidth() {
@@ -397,7 +399,8 @@ void prefill_benchmark(benchmark::State& state, const std::string& key, const pr
         p.causal = true;
       }
       p.scale = 1.0f / std::sqrt(static_cast<float>(d));
-      p.rotate_q = p.unrotate_out = g_config.library_rotates;
+      p.rotate_q = g_config.library_rotates_q;
+      p.unrotate_out = g_config.library_unrotates_out;
     }
     BENCH_CHECK(hipDeviceSynchronize());
     build_case(*c, sets, kernel.options);
@@ -460,7 +463,8 @@ void decode_benchmark(benchmark::State& state, const std::string& key, const dec
       set_kv(p.k, c->copy_of(k_master, kv_bytes, i), kv, d, depth, HKV);
       set_kv(p.v, c->copy_of(v_master, kv_bytes, i), kv, d, depth, HKV);
       p.scale = 1.0f / std::sqrt(static_cast<float>(d));
-      p.rotate_q = p.unrotate_out = g_config.library_rotates;
+      p.rotate_q = g_config.library_rotates_q;
+      p.unrotate_out = g_config.library_unrotates_out;
     }
     BENCH_CHECK(hipDeviceSynchronize());
     turbo3::launch_options options = kernel.options;
@@ -536,7 +540,9 @@ const char* const usage =
     "  --head-dims=a,b      decode head dims (default 128,256)\n"
     "  --kv-splits=N        decode split-KV count (default: the launcher's choice)\n"
     "  --head-major         K/V rows of each head contiguous (default: token-major, as engines store them)\n"
-    "  --no-rotate          the caller rotates Q and the output itself (default: fused into the kernels)\n";
+    "  --no-rotate          the caller rotates Q and the output itself (default: fused into the kernels)\n"
+    "  --no-rotate-q        the caller rotates Q, the library un-rotates the output\n"
+    "  --no-unrotate-out    the library rotates Q, the caller un-rotates the output\n";
 
 }  // namespace
 
@@ -556,7 +562,9 @@ int main(int argc, char** argv) {
     else if (const char* v = value("--prefill-head-dims=")) g_config.prefill_head_dims = parse_list(v);
     else if (a == "--mask") g_config.prefill_mask = true;
     else if (a == "--head-major") g_config.head_major = true;
-    else if (a == "--no-rotate") g_config.library_rotates = false;
+    else if (a == "--no-rotate") g_config.library_rotates_q = g_config.library_unrotates_out = false;
+    else if (a == "--no-rotate-q") g_config.library_rotates_q = false;
+    else if (a == "--no-unrotate-out") g_config.library_unrotates_out = false;
     else if (const char* v = value("--kv-splits=")) g_config.kv_splits = std::atoi(v);
     else if (a == "--help" || a == "-h") {
       std::printf("%s\n", usage);
@@ -593,7 +601,9 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("copy_GBps", std::to_string(g_device.copy_gbps));
   benchmark::AddCustomContext("n_head", std::to_string(g_config.n_head));
   benchmark::AddCustomContext("n_head_kv", std::to_string(g_config.n_head_kv));
-  benchmark::AddCustomContext("library_rotates", g_config.library_rotates ? "yes" : "no (--no-rotate)");
+  benchmark::AddCustomContext("library_rotates",
+                              std::string(g_config.library_rotates_q ? "Q" : "no Q") +
+                                  (g_config.library_unrotates_out ? ", output" : ", no output"));
   (void)turbo3::init(0);
   benchmark::Initialize(&n, rest.data());
   benchmark::RunSpecifiedBenchmarks();
