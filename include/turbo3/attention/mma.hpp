@@ -24,7 +24,9 @@
 //   4. O (16 rows x D per warp, in registers) is rescaled and O += P V on fragments.
 // NVIDIA turbo3 K and V: the raw rows of the next two tiles are copied with 16-byte cp.async into
 // the (then unused) score scratch while the current tile is decoded from there and multiplied.
-// Q is loaded and stored a row per warp (the row's place worked out once, not per element), the
+// NVIDIA D = 256: two K/V tile buffers; half the warps fill the next tile before their multiplies,
+// half after, so unpacking (or loading) and matrix multiplies share each scheduler.
+// Q is read in runs of 16 consecutive values per thread (a warp covers whole rows), the
 // slot order is a closed form per loader, and the softmax is one of three branch-free variants
 // (window; softcap; mask) picked once per tile: measured on an H200 at pp2048-pp4096, those cut
 // 27-32% of the f16 kernel's time and 15-20% of the turbo3 kernel's (bench/RESULTS.md).
