@@ -444,11 +444,11 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q_run(const tile_args& a, const c
   for (int e = 0; e < kv::chunk_values; ++e) u[e] *= a.q_prescale;
 }
 
-// Q into q16 [rows][ldq] as f16 in K's slot order, prescaled and, when asked, rotated. Without the
-// rotation each thread converts whole chunks straight from the caller's Q rows. With it the rotation's
-// first pass runs on the values as they arrive from global memory (into the float32 staging rows)
-// and its second pass writes f16 straight into q16, so the rows cross shared memory twice instead
-// of five times (load, two passes, conversion). The caller synchronizes before reading q16.
+// Q into q16 [rows][ldq] as f16 in K's slot order, prescaled and, when asked, rotated. Each item is
+// a run of 16 consecutive values of a row, items in row order, so a warp reads contiguous stretches
+// of whole rows. Without the rotation a thread converts its run straight into q16. With it the runs
+// go to the float32 staging rows, and then each thread rotates a whole 128-value group in registers
+// (rotate_whole_groups) and writes it to q16 as f16. The caller synchronizes before reading q16.
 template <int D, class KL, class C>
 TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q(const tile_args& a, uint16_t* q16, float* q_stage, int kv_head,
                                                 int head_group, int q_tile, int seq, int tid) {
@@ -458,65 +458,44 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q(const tile_args& a, uint16_t* q
     const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);
     return row.query < 0 ? nullptr : a.q + row.query * a.q_nb1 + row.head * a.q_nb2 + seq * a.q_nb3;
   };
-  if (!a.rotate_q) {
-    for (int item = tid; item < C::rows * C::chunks; item += C::threads) {
-      const int r = item / C::chunks, c = item % C::chunks;
-      float u[kv::chunk_values];
-      mma_load_q_run(a, row_of(r), c * kv::chunk_values, vec, u);
-      uint32_t w[kv::chunk_values / 2];
-      TURBO3_UNROLL
-      for (int i = 0; i < kv::chunk_values / 2; ++i)
-        w[i] = platform::pack_half2(u[KL::value_of_slot(2 * i)], u[KL::value_of_slot(2 * i + 1)]);
-      uint4* dst = reinterpret_cast<uint4*>(q16 + r * C::ldq + c * kv::chunk_values);
-      dst[0] = make_uint4(w[0], w[1], w[2], w[3]);
-      dst[1] = make_uint4(w[4], w[5], w[6], w[7]);
-    }
-    return;
+  // 16 values of a row from dimension d0 (float32, natural order) as f16 pairs in K's slot order.
+  auto store_q16 = [&](int r, int d0, const float* u) {
+    uint32_t w[kv::chunk_values / 2];
+    TURBO3_UNROLL
+    for (int i = 0; i < kv::chunk_values / 2; ++i)
+      w[i] = platform::pack_half2(u[KL::value_of_slot(2 * i)], u[KL::value_of_slot(2 * i + 1)]);
+    uint4* dst = reinterpret_cast<uint4*>(q16 + r * C::ldq + d0);
+    dst[0] = make_uint4(w[0], w[1], w[2], w[3]);
+    dst[1] = make_uint4(w[4], w[5], w[6], w[7]);
+  };
+  for (int item = tid; item < C::rows * C::chunks; item += C::threads) {
+    const int r = item / C::chunks, d0 = (item % C::chunks) * kv::chunk_values;
+    float u[kv::chunk_values];
+    mma_load_q_run(a, row_of(r), d0, vec, u);
+    if (a.rotate_q) store_run(q_stage + r * C::ldo + d0, u);
+    else store_q16(r, d0, u);
   }
-  constexpr int G = D / block_values;
-  static_assert(C::rows % 8 == 0, "the rotation takes rows in octets");
-  // Runs in group order: a warp reads contiguous stretches of whole rows (2 KB at D = 256 with
-  // float32 Q), where rows first would make each of its 16-byte loads touch 32 rows; the staging
-  // stores then conflict 4 ways instead. Measured on an H200 (D = 256, pp512): the Q rotation cost
-  // each work-group 5.9 us rows first; group order takes 1.8 us off that.
-  rotate_runs<false, G>(
-      C::rows, false, tid, C::threads,
-      [&](int r, int d, float(&u)[rotation_run_values]) { mma_load_q_run(a, row_of(r), d, vec, u); },
-      [&](int r, int d, const float(&u)[rotation_run_values]) { store_run(q_stage + r * C::ldo + d, u); });
+  if (!a.rotate_q) return;
+  // Measured on an H200 (D = 256, pp512): the two shared-memory passes of rotate_runs /
+  // rotate_columns (the first fused with these loads) cost each work-group about 4 us more than
+  // no rotation at all.
   platform::sync_threads();
-  rotate_columns<false, G>(
-      C::rows, true, tid, C::threads,
-      [&](int r, int d, float(&u)[rotation_column_values]) { load_column(q_stage + r * C::ldo + d, u); },
-      [&](int r, int d, const float(&u)[rotation_column_values]) {
-        // Value c + 16k of the group (c = d % 16) is element c of its chunk k: slot KL::slot(c).
-        uint16_t* dst = q16 + r * C::ldq + (d - d % rotation_columns) + KL::slot(d % rotation_columns);
+  rotate_whole_groups<false, D / block_values>(
+      C::rows, tid, C::threads,
+      [&](int r, int d, float(&u)[block_values]) { load_group(q_stage + r * C::ldo + d, u); },
+      [&](int r, int d, const float(&u)[block_values]) {
         TURBO3_UNROLL
-        for (int k = 0; k < rotation_column_values; ++k)
-          dst[kv::chunk_values * k] = platform::float_to_half_bits(u[k]);
+        for (int k = 0; k < block_values / kv::chunk_values; ++k) store_q16(r, d + k * kv::chunk_values, u + k * kv::chunk_values);
       });
 }
 
 // Output rows from out_s [rows][ldo] (float32, normalized, natural order) to the caller's out,
-// un-rotated when asked: the rotation's second pass stores its columns straight to global memory.
+// un-rotated when asked: each thread rotates whole groups of out_s in place first.
 template <int D, class C>
 TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out(const tile_args& a, float* out_s, int kv_head, int head_group,
                                                    int q_tile, int seq, int tid) {
-  if (!a.unrotate_out) {
-    tile_store_out<D, C::rows, C::threads>(a, out_s, C::ldo, kv_head, head_group, q_tile, seq, tid);
-    return;
-  }
-  constexpr int G = D / block_values;
-  rotate_runs_shared<true, G>(out_s, C::rows, C::ldo, tid, C::threads);
-  rotate_columns<true, G>(
-      C::rows, true, tid, C::threads,
-      [&](int r, int d, float(&u)[rotation_column_values]) { load_column(out_s + r * C::ldo + d, u); },
-      [&](int r, int d, const float(&u)[rotation_column_values]) {
-        const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);
-        if (row.query < 0) return;  // padding row
-        char* dst = output_row(a, row.query, row.head, seq);
-        TURBO3_UNROLL
-        for (int k = 0; k < rotation_column_values; ++k) store_output(a, dst, d + rotation_columns * k, u[k]);
-      });
+  if (a.unrotate_out) rotate_groups_in_place<true, D / block_values>(out_s, C::rows, C::ldo, tid, C::threads);
+  tile_store_out<D, C::rows, C::threads>(a, out_s, C::ldo, kv_head, head_group, q_tile, seq, tid);
 }
 
 // ---- the kernel ----------------------------------------------------------------------------------

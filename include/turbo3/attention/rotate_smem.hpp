@@ -174,6 +174,63 @@ TURBO3_DEVICE void rotate_rows_shared(float* x, int n_rows, int row_stride, int 
   platform::sync_threads();
 }
 
+// One whole 128-value group in a thread's registers (forward: R, inverse: R^T). Every value's
+// dimension is a compile-time constant, so the first signs fold into the first butterfly stage
+// (operand negation) and the last ones into the scale (a multiply by -1/sqrt(128)): about eight
+// instructions per value, where the two passes above also cross shared memory twice and extract
+// each sign bit at run time. Bit for bit the host rotation (negation is exact, and
+// (y * scale) * -1 == y * -scale). Holds the group in 128 registers.
+template <bool Inverse>
+TURBO3_DEVICE TURBO3_FORCEINLINE void rotate_group_registers(float (&u)[block_values]) {
+  TURBO3_UNROLL
+  for (int e = 0; e < block_values; ++e)
+    if (Inverse ? rotation_s2_negative(e) : rotation_s1_negative(e)) u[e] = -u[e];
+  butterflies(u);
+  TURBO3_UNROLL
+  for (int e = 0; e < block_values; ++e)
+    u[e] *= (Inverse ? rotation_s1_negative(e) : rotation_s2_negative(e)) ? -rotation_scale : rotation_scale;
+}
+
+// A 128-value group of a row in memory (16-byte aligned) into registers and back.
+TURBO3_DEVICE TURBO3_FORCEINLINE void load_group(const float* p, float (&u)[block_values]) {
+  TURBO3_UNROLL
+  for (int k = 0; k < block_values / 4; ++k) {
+    const float4 v = reinterpret_cast<const float4*>(p)[k];
+    u[4 * k] = v.x, u[4 * k + 1] = v.y, u[4 * k + 2] = v.z, u[4 * k + 3] = v.w;
+  }
+}
+TURBO3_DEVICE TURBO3_FORCEINLINE void store_group(float* p, const float (&u)[block_values]) {
+  TURBO3_UNROLL
+  for (int k = 0; k < block_values / 4; ++k)
+    reinterpret_cast<float4*>(p)[k] = make_float4(u[4 * k], u[4 * k + 1], u[4 * k + 2], u[4 * k + 3]);
+}
+
+// The groups of n_rows rows of GROUPS_PER_ROW groups each, one whole group per thread
+// (rotate_group_registers); neighbouring threads take neighbouring rows, so with rows 4 mod 32
+// words apart the 16-byte accesses of 8 threads fall on 32 distinct banks. load(row, d, u) fills u
+// with dimensions d .. d + 127 of the row, store(row, d, u) takes them rotated. No barrier.
+template <bool Inverse, int GROUPS_PER_ROW, class Load, class Store>
+TURBO3_DEVICE TURBO3_FORCEINLINE void rotate_whole_groups(int n_rows, int tid, int n_threads, Load load, Store store) {
+  for (int i = tid; i < n_rows * GROUPS_PER_ROW; i += n_threads) {
+    const int row = i % n_rows, d = (i / n_rows) * block_values;
+    float u[block_values];
+    load(row, d, u);
+    rotate_group_registers<Inverse>(u);
+    store(row, d, u);
+  }
+}
+
+// Rotates GROUPS_PER_ROW 128-value groups in each of n_rows rows in place, rows `row_stride` floats
+// apart (16-byte aligned groups), one whole group per thread, then synchronizes: rotate_rows_shared's
+// result with fewer instructions, for kernels with 128 registers to spare (the prefill kernels).
+template <bool Inverse, int GROUPS_PER_ROW>
+TURBO3_DEVICE void rotate_groups_in_place(float* x, int n_rows, int row_stride, int tid, int n_threads) {
+  rotate_whole_groups<Inverse, GROUPS_PER_ROW>(
+      n_rows, tid, n_threads, [&](int row, int d, float(&u)[block_values]) { load_group(x + row * row_stride + d, u); },
+      [&](int row, int d, const float(&u)[block_values]) { store_group(x + row * row_stride + d, u); });
+  platform::sync_threads();
+}
+
 // Rotates n_groups consecutive 128-value groups of x (16-byte aligned).
 template <bool Inverse>
 TURBO3_DEVICE TURBO3_FORCEINLINE void rotate_groups_shared(float* x, int n_groups, int tid, int n_threads) {

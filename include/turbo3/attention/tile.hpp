@@ -69,6 +69,9 @@ struct tile_config {
   static constexpr int head_dim = D, threads = THREADS, rows = ROWS, keys = KEYS;
   static constexpr int s_rows = S_ROWS, s_keys = S_KEYS, o_rows = O_ROWS, o_dims = O_DIMS, resident = RESIDENT;
   static constexpr bool pipelined = PIPELINED;
+  // Rotations one whole 128-value group per thread (rotate_groups_in_place), which needs 128
+  // registers for the group: not under the 128-register cap of two 256-thread work-groups per SM.
+  static constexpr bool whole_group_rotation = RESIDENT == 1;
   static constexpr int qs = D + 4;         // row stride of the Q / K / V tiles (floats)
   static constexpr int ss = ROWS + 4;      // row stride of the score tile
   static constexpr int s_tx = KEYS / S_KEYS, s_ty = ROWS / S_ROWS;   // score thread grid
@@ -278,6 +281,13 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void tile_store(const tile_raw<L, C::cpt>& t, f
   }
 }
 
+// The Q tile or output rows in q_s, rotated (forward) or un-rotated in place; synchronizes.
+template <bool Inverse, int D, class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE void tile_rotate(float* q_s, int tid) {
+  if constexpr (C::whole_group_rotation) rotate_groups_in_place<Inverse, D / block_values>(q_s, C::rows, C::qs, tid, C::threads);
+  else rotate_rows_shared<Inverse, D / block_values>(q_s, C::rows, C::qs, tid, C::threads);
+}
+
 TURBO3_DEVICE TURBO3_FORCEINLINE float tile_group_max(float v, int width) {
   for (int o = width / 2; o > 0; o /= 2) v = fmaxf(v, platform::shfl_xor(v, o, width));
   return v;
@@ -320,7 +330,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
   tile_load_q<D, C::rows, C::threads>(a, q_s, C::qs, kv_head, head_group, q_tile, seq, tid);
   platform::sync_threads();
   if constexpr (D % block_values == 0) {  // rotations come with turbo3, whose rows are whole blocks
-    if (a.rotate_q) rotate_rows_shared<false, D / block_values>(q_s, C::rows, C::qs, tid, C::threads);
+    if (a.rotate_q) tile_rotate<false, D, C>(q_s, tid);
   }
 
   // ---- softmax state: thread tid serves row sm_row with sm_sub's share of the keys -------------
@@ -538,7 +548,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
   }
   platform::sync_threads();
   if constexpr (D % block_values == 0) {
-    if (a.unrotate_out) rotate_rows_shared<true, D / block_values>(q_s, C::rows, C::qs, tid, C::threads);
+    if (a.unrotate_out) tile_rotate<true, D, C>(q_s, tid);
   }
   tile_store_out<D, C::rows, C::threads>(a, q_s, C::qs, kv_head, head_group, q_tile, seq, tid);
 }
