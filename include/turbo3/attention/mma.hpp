@@ -5,7 +5,8 @@
 // query head of a GQA group is stacked with a run of queries (tile_row_of, as in TILE), so one
 // dequantized K/V tile feeds all of them. Each warp owns 16 rows for the whole kernel.
 //   1. Q is read once, prescaled (scale * log2 e, or scale / softcap), rotated when K is turbo3 and
-//      the library rotates (in a float32 staging area), and stored as f16 [rows][D + 8] with the
+//      the library rotates (through a float32 staging area: on NVIDIA one whole 128-value group per
+//      thread in registers, elsewhere in two passes), and stored as f16 [rows][D + 8] with the
 //      dimensions of every 16-value chunk in the K loader's slot order (a dot product does not
 //      care about the order of its terms, so K can be stored exactly as its loader decodes it).
 //   2. Per tile of `keys` keys, the packed K and V bytes (read one tile ahead into registers where
@@ -31,9 +32,12 @@
 // (window; softcap; mask) picked once per tile: measured on an H200 at pp2048-pp4096, those cut
 // 27-32% of the f16 kernel's time and 15-20% of the turbo3 kernel's (bench/RESULTS.md).
 // Causal: key tiles past the work-group's last query are never loaded; a warp whose rows see none
-// of a tile's keys skips its multiplies. The epilogue adds sinks, normalizes, writes the rows in
-// natural dimension order to shared memory, un-rotates (V turbo3 and the library un-rotates) and
-// stores. Tile shapes come from a per-architecture-family table.
+// of a tile's keys skips its multiplies. The epilogue adds sinks and normalizes; where the output
+// is un-rotated (V turbo3 and the library un-rotates) on NVIDIA, each warp un-rotates its rows on
+// the fragments (a 16x16 Hadamard multiply per run, additions across runs) and stores them straight
+// from registers (mma_store_out_fragments); otherwise the rows go to shared memory in natural
+// dimension order, are un-rotated there when asked, and stored. Tile shapes come from a
+// per-architecture-family table.
 //
 // Status: measured on an H200 (tests/gpu/test_mma.cu, bench/RESULTS.md); AMD back-ends compile
 // without spills (tests/amd/RESOURCES.md) but have not run on AMD hardware.
@@ -444,11 +448,136 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q_run(const tile_args& a, const c
   for (int e = 0; e < kv::chunk_values; ++e) u[e] *= a.q_prescale;
 }
 
-// Q into q16 [rows][ldq] as f16 in K's slot order, prescaled and, when asked, rotated. Each item is
-// a run of 16 consecutive values of a row, items in row order, so a warp reads contiguous stretches
-// of whole rows. Without the rotation a thread converts its run straight into q16. With it the runs
-// go to the float32 staging rows, and then each thread rotates a whole 128-value group in registers
-// (rotate_whole_groups) and writes it to q16 as f16. The caller synchronizes before reading q16.
+// ---- the output un-rotation on fragments (where accumulators are A operands: NVIDIA) -------------
+// A 128-value group of a warp's 16 rows is 8 fragment tiles of 16 consecutive dimensions (runs r =
+// 0..7). The rotation's butterfly stages h = 1..8 stay inside a run: one multiply of each tile by a
+// 16x16 Hadamard matrix (entries +-1, exact in f16) on the matrix cores, with its rows and columns
+// in the orders the data comes and goes in. Stages h = 16, 32, 64 combine the same element of
+// different tiles: additions in each lane's registers. A lane's signs (before: folded into the
+// factor that rounds the input to f16; after: into the scale) are bits of the tables picked per
+// lane. Compared with un-rotating in shared memory: no shared memory, no barrier, and the 512
+// additions and 256 sign flips of stages h = 1..8 per group become 16 multiplies per warp; the
+// output is rounded to f16 once more on the way (as P and V, the operands it comes from, are).
+// Measured on an H200 (D = 256, pp512): the work-group's un-rotation cost 1.5 us in shared memory
+// (whole groups per thread); on fragments the kernel is 1.7 us faster than without any un-rotation
+// (which still passes the rows through shared memory). The same for Q (loads straight into the A
+// layout) measured 1-6 us slower than whole groups: kept in bench/experiments/mma-q-fragments.patch.
+
+// B[k][n] = H16[in(k)][out(n)]: run value in(k) enters at K index k, run value out(n) leaves at column n.
+template <class In, class Out>
+TURBO3_DEVICE TURBO3_FORCEINLINE platform::frag_b hadamard16_b(In in, Out out) {
+  uint16_t h[8];
+  TURBO3_UNROLL
+  for (int e = 0; e < 8; ++e) {
+    uint32_t x = static_cast<uint32_t>(in(platform::frag_b_k(e)) & out(platform::frag_b_n(e)));
+    x ^= x >> 2;
+    x ^= x >> 1;
+    h[e] = (x & 1u) ? 0xBC00u : 0x3C00u;  // -1 or +1: H16[i][j] = (-1)^popcount(i & j)
+  }
+  platform::frag_b b;
+  platform::frag_b_from_halves(b, h);
+  return b;
+}
+
+// value with the sign of dimension 16 r + v of a group (S1: table s1, else s2); r a run (a
+// constant once unrolled), v this lane's value within the run.
+template <bool S1>
+TURBO3_DEVICE TURBO3_FORCEINLINE float with_table_sign(float value, int r, int v) {
+  return apply_sign(value, S1 ? rotation_s1_word(r / 2) : rotation_s2_word(r / 2), 16 * (r % 2) + v);
+}
+
+// Stages h = 16, 32, 64 of a group held as 8 run tiles.
+TURBO3_DEVICE TURBO3_FORCEINLINE void run_butterflies(platform::frag_acc (&y)[rotation_runs]) {
+  TURBO3_UNROLL
+  for (int h = 1; h < rotation_runs; h *= 2)
+    TURBO3_UNROLL
+    for (int r = 0; r < rotation_runs; ++r)
+      if ((r & h) == 0)
+        TURBO3_UNROLL
+        for (int i = 0; i < platform::frag_acc::elements; ++i) {
+          const float u = y[r].x[i], w = y[r + h].x[i];
+          y[r].x[i] = u + w;
+          y[r + h].x[i] = u - w;
+        }
+}
+
+// The output rows of this warp from its accumulators (o_acc: 16 rows x D in V's slot order),
+// normalized by the lane's row factors, un-rotated on fragments and stored straight to the
+// caller's out: a lane holds dimensions 4t .. 4t + 3 of every run for rows g and g + 8 (16 or 8
+// contiguous bytes, 64 or 32 per row and store).
+template <int D, class VL, class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_fragments(const tile_args& a,
+                                                             platform::frag_acc (&o_acc)[C::n_tiles_d],
+                                                             const float (&factor)[platform::frag_acc_rows],
+                                                             int kv_head, int head_group, int q_tile, int seq,
+                                                             int tid) {
+  using platform::frag_acc;
+  constexpr int R = platform::frag_acc_rows;
+  const int warp = tid / C::wave, t = platform::lane_id() % 4;
+  const bool vec = ((reinterpret_cast<uintptr_t>(a.out) | static_cast<uintptr_t>(a.out_nb1 | a.out_nb2 | a.out_nb3)) &
+                    (a.out_f16 ? 7 : 15)) == 0;
+  char* rows[R];
+  TURBO3_UNROLL
+  for (int rr = 0; rr < R; ++rr) {
+    const tile_row row = tile_row_of(a, warp * 16 + platform::frag_acc_row(2 * rr), kv_head, head_group, q_tile);
+    rows[rr] = row.query < 0 ? nullptr : output_row(a, row.query, row.head, seq);
+  }
+  // Column n of a run tile leaves as run value out_value(n): lane t's columns 2t, 2t + 1, 2t + 8,
+  // 2t + 9 are values 4t .. 4t + 3, and element i is value 4t + out_offset(i).
+  auto out_value = [](int n) { return 4 * ((n & 7) >> 1) + 2 * (n >> 3) + (n & 1); };
+  auto out_offset = [](int i) { return 2 * (i / 4) + i % 2; };
+  const platform::frag_b hb = hadamard16_b([](int k) { return VL::value_of_slot(k); }, out_value);
+  TURBO3_UNROLL
+  for (int grp = 0; grp < D / block_values; ++grp) {
+    frag_acc y[rotation_runs];
+    TURBO3_UNROLL
+    for (int r = 0; r < rotation_runs; ++r) {
+      frag_acc& o = o_acc[grp * rotation_runs + r];
+      TURBO3_UNROLL
+      for (int i = 0; i < frag_acc::elements; ++i)
+        o.x[i] *= with_table_sign<false>(factor[platform::frag_acc_row_slot(i)], r,
+                                         VL::value_of_slot(platform::frag_acc_col(i)));
+      platform::frag_a oa;
+      platform::frag_a_from_acc(oa, o);
+      platform::frag_zero(y[r]);
+      platform::frag_mma(y[r], oa, hb);
+    }
+    run_butterflies(y);
+    TURBO3_UNROLL
+    for (int r = 0; r < rotation_runs; ++r) {
+      float v[frag_acc::elements];
+      TURBO3_UNROLL
+      for (int i = 0; i < frag_acc::elements; ++i)
+        v[i] = y[r].x[i] * with_table_sign<true>(rotation_scale, r, 4 * t + out_offset(i));
+      const int d = grp * block_values + r * rotation_run_values + 4 * t;
+      TURBO3_UNROLL
+      for (int rr = 0; rr < R; ++rr) {
+        char* row = rows[rr];
+        if (row == nullptr) continue;  // padding row
+        // Row slot rr holds elements 2rr, 2rr + 1 (values +0, +1) and 2rr + 4, 2rr + 5 (+2, +3).
+        const float w[4] = {v[2 * rr], v[2 * rr + 1], v[2 * rr + 4], v[2 * rr + 5]};
+        if (vec && a.out_f16) {
+          *reinterpret_cast<uint2*>(row + 2 * d) = make_uint2(platform::pack_half2(w[0], w[1]), platform::pack_half2(w[2], w[3]));
+        } else if (vec) {
+          *reinterpret_cast<float4*>(row + 4 * d) = make_float4(w[0], w[1], w[2], w[3]);
+        } else {
+          TURBO3_UNROLL
+          for (int e = 0; e < 4; ++e) store_output(a, row, d + e, w[e]);
+        }
+      }
+    }
+  }
+}
+
+// Q into q16 [rows][ldq] as f16 in K's slot order, prescaled and, when asked, rotated. Items are
+// runs of 16 consecutive values of a row, in row order, so a warp reads contiguous stretches of whole
+// rows (2 KB at D = 256 with float32 Q). Without the rotation each thread converts its runs straight
+// into q16. With it the runs go to the float32 staging rows first; then, on NVIDIA, each thread
+// rotates a whole 128-value group in registers (rotate_whole_groups) and writes it to q16; on AMD
+// (where whole groups spilled) the first pass of the two-pass rotation runs on the runs as they
+// arrive and the second writes f16 straight into q16. The caller synchronizes before reading q16.
+// Measured on an H200 (D = 256, pp512): the two passes cost each work-group about 4 us more than no
+// rotation (5.9 us with rows first), whole groups about 1.7 us.
 template <int D, class KL, class C>
 TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q(const tile_args& a, uint16_t* q16, float* q_stage, int kv_head,
                                                 int head_group, int q_tile, int seq, int tid) {
@@ -468,34 +597,68 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q(const tile_args& a, uint16_t* q
     dst[0] = make_uint4(w[0], w[1], w[2], w[3]);
     dst[1] = make_uint4(w[4], w[5], w[6], w[7]);
   };
-  for (int item = tid; item < C::rows * C::chunks; item += C::threads) {
-    const int r = item / C::chunks, d0 = (item % C::chunks) * kv::chunk_values;
-    float u[kv::chunk_values];
-    mma_load_q_run(a, row_of(r), d0, vec, u);
-    if (a.rotate_q) store_run(q_stage + r * C::ldo + d0, u);
-    else store_q16(r, d0, u);
+  constexpr int G = D / block_values;
+  constexpr bool whole_groups = platform::compiled_family == platform::arch_family::nvidia;
+  if (!a.rotate_q || whole_groups) {
+    for (int item = tid; item < C::rows * C::chunks; item += C::threads) {
+      const int r = item / C::chunks, d0 = (item % C::chunks) * kv::chunk_values;
+      float u[kv::chunk_values];
+      mma_load_q_run(a, row_of(r), d0, vec, u);
+      if (a.rotate_q) store_run(q_stage + r * C::ldo + d0, u);
+      else store_q16(r, d0, u);
+    }
+    if (!a.rotate_q) return;
+    platform::sync_threads();
+    rotate_whole_groups<false, G>(
+        C::rows, tid, C::threads,
+        [&](int r, int d, float(&u)[block_values]) { load_group(q_stage + r * C::ldo + d, u); },
+        [&](int r, int d, const float(&u)[block_values]) {
+          TURBO3_UNROLL
+          for (int k = 0; k < rotation_runs; ++k) store_q16(r, d + k * kv::chunk_values, u + k * kv::chunk_values);
+        });
+    return;
   }
-  if (!a.rotate_q) return;
-  // Measured on an H200 (D = 256, pp512): the two shared-memory passes of rotate_runs /
-  // rotate_columns (the first fused with these loads) cost each work-group about 4 us more than
-  // no rotation at all.
+  static_assert(C::rows % 8 == 0, "the rotation takes rows in octets");
+  rotate_runs<false, G>(
+      C::rows, false, tid, C::threads,
+      [&](int r, int d, float(&u)[rotation_run_values]) { mma_load_q_run(a, row_of(r), d, vec, u); },
+      [&](int r, int d, const float(&u)[rotation_run_values]) { store_run(q_stage + r * C::ldo + d, u); });
   platform::sync_threads();
-  rotate_whole_groups<false, D / block_values>(
-      C::rows, tid, C::threads,
-      [&](int r, int d, float(&u)[block_values]) { load_group(q_stage + r * C::ldo + d, u); },
-      [&](int r, int d, const float(&u)[block_values]) {
+  rotate_columns<false, G>(
+      C::rows, true, tid, C::threads,
+      [&](int r, int d, float(&u)[rotation_column_values]) { load_column(q_stage + r * C::ldo + d, u); },
+      [&](int r, int d, const float(&u)[rotation_column_values]) {
+        // Value c + 16k of the group (c = d % 16) is element c of its chunk k: slot KL::slot(c).
+        uint16_t* dst = q16 + r * C::ldq + (d - d % rotation_columns) + KL::slot(d % rotation_columns);
         TURBO3_UNROLL
-        for (int k = 0; k < block_values / kv::chunk_values; ++k) store_q16(r, d + k * kv::chunk_values, u + k * kv::chunk_values);
+        for (int k = 0; k < rotation_column_values; ++k)
+          dst[kv::chunk_values * k] = platform::float_to_half_bits(u[k]);
       });
 }
 
 // Output rows from out_s [rows][ldo] (float32, normalized, natural order) to the caller's out,
-// un-rotated when asked: each thread rotates whole groups of out_s in place first.
+// un-rotated when asked (on AMD; NVIDIA un-rotates on fragments: mma_store_out_fragments): the
+// rotation's second pass stores its columns straight to global memory. One whole group per thread
+// (rotate_groups_in_place) spilled on gfx11, gfx12 and gfx942 here.
 template <int D, class C>
 TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out(const tile_args& a, float* out_s, int kv_head, int head_group,
                                                    int q_tile, int seq, int tid) {
-  if (a.unrotate_out) rotate_groups_in_place<true, D / block_values>(out_s, C::rows, C::ldo, tid, C::threads);
-  tile_store_out<D, C::rows, C::threads>(a, out_s, C::ldo, kv_head, head_group, q_tile, seq, tid);
+  if (!a.unrotate_out) {
+    tile_store_out<D, C::rows, C::threads>(a, out_s, C::ldo, kv_head, head_group, q_tile, seq, tid);
+    return;
+  }
+  constexpr int G = D / block_values;
+  rotate_runs_shared<true, G>(out_s, C::rows, C::ldo, tid, C::threads);
+  rotate_columns<true, G>(
+      C::rows, true, tid, C::threads,
+      [&](int r, int d, float(&u)[rotation_column_values]) { load_column(out_s + r * C::ldo + d, u); },
+      [&](int r, int d, const float(&u)[rotation_column_values]) {
+        const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);
+        if (row.query < 0) return;  // padding row
+        char* dst = output_row(a, row.query, row.head, seq);
+        TURBO3_UNROLL
+        for (int k = 0; k < rotation_column_values; ++k) store_output(a, dst, d + rotation_columns * k, u[k]);
+      });
 }
 
 // ---- the kernel ----------------------------------------------------------------------------------
@@ -890,6 +1053,10 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
     for (int rr = 0; rr < R; ++rr) {
       const tile_row lr = tile_row_of(a, warp * 16 + platform::frag_acc_row(2 * rr), kv_head, head_group, q_tile);
       lane_factor[rr] = row_factor(lr, m_lane[rr], platform::frag_row_sum(l_lane[rr]));
+    }
+    if (a.unrotate_out) {  // no shared memory: this warp stores its rows on its own
+      mma_store_out_fragments<D, VL, C>(a, o_acc, lane_factor, kv_head, head_group, q_tile, seq, tid);
+      return;
     }
   } else {
     if (sm_sub == 0) row_s[my_row] = row_factor(srow, m_run, l_run);

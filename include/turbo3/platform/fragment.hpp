@@ -15,6 +15,9 @@
 //                                                the A operand of a multiply whose K is its columns
 //                                                (NVIDIA); then also:
 //     frag_a_from_acc(a, c)                      a = c rounded to f16
+//     frag_b_k(e), frag_b_n(e), frag_b_from_halves(b, h)
+//                                                B element e (0..7) of this lane is B[k][n]; b from
+//                                                those eight fp16 values (a constant matrix in registers)
 //     frag_acc_rows, frag_acc_row_slot(i)        rows a lane holds; which of them element i is in
 //     frag_row_max(v), frag_row_sum(v)           reduce over the lanes holding the same rows
 //
@@ -139,6 +142,13 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void frag_a_from_acc(frag_a& a, const frag_acc&
     memcpy(&a.x[r], &h, 4);
   }
 }
+// B registers {B[2t..][g], B[2t+8..][g], B[2t..][g+8], B[2t+8..][g+8]}, low half first.
+TURBO3_DEVICE TURBO3_FORCEINLINE int frag_b_k(int e) { return 2 * (lane_id() % 4) + e % 2 + 8 * ((e / 2) % 2); }
+TURBO3_DEVICE TURBO3_FORCEINLINE int frag_b_n(int e) { return lane_id() / 4 + 8 * (e / 4); }
+TURBO3_DEVICE TURBO3_FORCEINLINE void frag_b_from_halves(frag_b& b, const uint16_t (&h)[8]) {
+  TURBO3_UNROLL
+  for (int r = 0; r < 4; ++r) b.x[r] = static_cast<uint32_t>(h[2 * r]) | (static_cast<uint32_t>(h[2 * r + 1]) << 16);
+}
 // The four lanes t = 0..3 of a group g hold the same rows.
 TURBO3_DEVICE TURBO3_FORCEINLINE float frag_row_max(float v) {
   v = fmaxf(v, shfl_xor(v, 1));
@@ -242,6 +252,9 @@ inline constexpr bool frag_acc_is_a = false;
 inline constexpr int frag_acc_rows = 1;
 TURBO3_HD constexpr int frag_acc_row_slot(int) { return 0; }
 TURBO3_DEVICE TURBO3_FORCEINLINE void frag_a_from_acc(frag_a&, const frag_acc&) { __builtin_trap(); }
+TURBO3_DEVICE TURBO3_FORCEINLINE int frag_b_k(int) { return 0; }
+TURBO3_DEVICE TURBO3_FORCEINLINE int frag_b_n(int) { return 0; }
+TURBO3_DEVICE TURBO3_FORCEINLINE void frag_b_from_halves(frag_b&, const uint16_t (&)[8]) { __builtin_trap(); }
 TURBO3_DEVICE TURBO3_FORCEINLINE float frag_row_max(float v) { __builtin_trap(); return v; }
 TURBO3_DEVICE TURBO3_FORCEINLINE float frag_row_sum(float v) { __builtin_trap(); return v; }
 #endif
