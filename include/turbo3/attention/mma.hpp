@@ -604,14 +604,14 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q(const tile_args& a, uint16_t* q
       const int r = item / C::chunks, d0 = (item % C::chunks) * kv::chunk_values;
       float u[kv::chunk_values];
       mma_load_q_run(a, row_of(r), d0, vec, u);
-      if (a.rotate_q) store_run(q_stage + r * C::ldo + d0, u);
+      if (a.rotate_q) store_consecutive(q_stage + r * C::ldo + d0, u);
       else store_q16(r, d0, u);
     }
     if (!a.rotate_q) return;
     platform::sync_threads();
     rotate_whole_groups<false, G>(
         C::rows, tid, C::threads,
-        [&](int r, int d, float(&u)[block_values]) { load_group(q_stage + r * C::ldo + d, u); },
+        [&](int r, int d, float(&u)[block_values]) { load_consecutive(q_stage + r * C::ldo + d, u); },
         [&](int r, int d, const float(&u)[block_values]) {
           TURBO3_UNROLL
           for (int k = 0; k < rotation_runs; ++k) store_q16(r, d + k * kv::chunk_values, u + k * kv::chunk_values);
@@ -622,7 +622,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q(const tile_args& a, uint16_t* q
   rotate_runs<false, G>(
       C::rows, false, tid, C::threads,
       [&](int r, int d, float(&u)[rotation_run_values]) { mma_load_q_run(a, row_of(r), d, vec, u); },
-      [&](int r, int d, const float(&u)[rotation_run_values]) { store_run(q_stage + r * C::ldo + d, u); });
+      [&](int r, int d, const float(&u)[rotation_run_values]) { store_consecutive(q_stage + r * C::ldo + d, u); });
   platform::sync_threads();
   rotate_columns<false, G>(
       C::rows, true, tid, C::threads,

@@ -73,18 +73,22 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void rotate_column(float (&u)[rotation_column_v
   }
 }
 
-// A run (16 consecutive values, 16-byte aligned) or a column (values 16 apart) of a row in memory,
-// into a pass's registers and back.
-TURBO3_DEVICE TURBO3_FORCEINLINE void load_run(const float* p, float (&u)[rotation_run_values]) {
+// N consecutive values of a row in memory (16-byte aligned: a run, or a whole group), or a column
+// (values 16 apart), into a pass's registers and back.
+template <int N>
+TURBO3_DEVICE TURBO3_FORCEINLINE void load_consecutive(const float* p, float (&u)[N]) {
+  static_assert(N % 4 == 0, "16-byte loads");
   TURBO3_UNROLL
-  for (int k = 0; k < rotation_run_values / 4; ++k) {
+  for (int k = 0; k < N / 4; ++k) {
     const float4 v = reinterpret_cast<const float4*>(p)[k];
     u[4 * k] = v.x, u[4 * k + 1] = v.y, u[4 * k + 2] = v.z, u[4 * k + 3] = v.w;
   }
 }
-TURBO3_DEVICE TURBO3_FORCEINLINE void store_run(float* p, const float (&u)[rotation_run_values]) {
+template <int N>
+TURBO3_DEVICE TURBO3_FORCEINLINE void store_consecutive(float* p, const float (&u)[N]) {
+  static_assert(N % 4 == 0, "16-byte stores");
   TURBO3_UNROLL
-  for (int k = 0; k < rotation_run_values / 4; ++k)
+  for (int k = 0; k < N / 4; ++k)
     reinterpret_cast<float4*>(p)[k] = make_float4(u[4 * k], u[4 * k + 1], u[4 * k + 2], u[4 * k + 3]);
 }
 TURBO3_DEVICE TURBO3_FORCEINLINE void load_column(const float* p, float (&u)[rotation_column_values]) {
@@ -156,8 +160,8 @@ TURBO3_DEVICE void rotate_runs_shared(float* x, int n_rows, int row_stride, int 
   const bool rows_first = ROWS_FIRST && n_rows % 8 == 0;
   rotate_runs<Inverse, GROUPS_PER_ROW>(
       n_rows, rows_first, tid, n_threads,
-      [&](int row, int d, float(&u)[rotation_run_values]) { load_run(x + row * row_stride + d, u); },
-      [&](int row, int d, const float(&u)[rotation_run_values]) { store_run(x + row * row_stride + d, u); });
+      [&](int row, int d, float(&u)[rotation_run_values]) { load_consecutive(x + row * row_stride + d, u); },
+      [&](int row, int d, const float(&u)[rotation_run_values]) { store_consecutive(x + row * row_stride + d, u); });
   platform::sync_threads();
 }
 
@@ -191,20 +195,6 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void rotate_group_registers(float (&u)[block_va
     u[e] *= (Inverse ? rotation_s1_negative(e) : rotation_s2_negative(e)) ? -rotation_scale : rotation_scale;
 }
 
-// A 128-value group of a row in memory (16-byte aligned) into registers and back.
-TURBO3_DEVICE TURBO3_FORCEINLINE void load_group(const float* p, float (&u)[block_values]) {
-  TURBO3_UNROLL
-  for (int k = 0; k < block_values / 4; ++k) {
-    const float4 v = reinterpret_cast<const float4*>(p)[k];
-    u[4 * k] = v.x, u[4 * k + 1] = v.y, u[4 * k + 2] = v.z, u[4 * k + 3] = v.w;
-  }
-}
-TURBO3_DEVICE TURBO3_FORCEINLINE void store_group(float* p, const float (&u)[block_values]) {
-  TURBO3_UNROLL
-  for (int k = 0; k < block_values / 4; ++k)
-    reinterpret_cast<float4*>(p)[k] = make_float4(u[4 * k], u[4 * k + 1], u[4 * k + 2], u[4 * k + 3]);
-}
-
 // The groups of n_rows rows of GROUPS_PER_ROW groups each, one whole group per thread
 // (rotate_group_registers); neighbouring threads take neighbouring rows, so with rows 4 mod 32
 // words apart the 16-byte accesses of 8 threads fall on 32 distinct banks. load(row, d, u) fills u
@@ -226,8 +216,8 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void rotate_whole_groups(int n_rows, int tid, i
 template <bool Inverse, int GROUPS_PER_ROW>
 TURBO3_DEVICE void rotate_groups_in_place(float* x, int n_rows, int row_stride, int tid, int n_threads) {
   rotate_whole_groups<Inverse, GROUPS_PER_ROW>(
-      n_rows, tid, n_threads, [&](int row, int d, float(&u)[block_values]) { load_group(x + row * row_stride + d, u); },
-      [&](int row, int d, const float(&u)[block_values]) { store_group(x + row * row_stride + d, u); });
+      n_rows, tid, n_threads, [&](int row, int d, float(&u)[block_values]) { load_consecutive(x + row * row_stride + d, u); },
+      [&](int row, int d, const float(&u)[block_values]) { store_consecutive(x + row * row_stride + d, u); });
   platform::sync_threads();
 }
 
