@@ -574,7 +574,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_fragments(const tile_args& a
 // rows (2 KB at D = 256 with float32 Q). Without the rotation each thread converts its runs straight
 // into q16. With it the runs go to the float32 staging rows first; then, on NVIDIA, each thread
 // rotates a whole 128-value group in registers (rotate_whole_groups) and writes it to q16; on AMD
-// (where whole groups spilled) the first pass of the two-pass rotation runs on the runs as they
+// (whole_group_rotation_fits) the first pass of the two-pass rotation runs on the runs as they
 // arrive and the second writes f16 straight into q16. The caller synchronizes before reading q16.
 // Measured on an H200 (D = 256, pp512): the two passes cost each work-group about 4 us more than no
 // rotation (5.9 us with rows first), whole groups about 1.7 us.
@@ -598,8 +598,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q(const tile_args& a, uint16_t* q
     dst[1] = make_uint4(w[4], w[5], w[6], w[7]);
   };
   constexpr int G = D / block_values;
-  constexpr bool whole_groups = platform::compiled_family == platform::arch_family::nvidia;
-  if (!a.rotate_q || whole_groups) {
+  if (!a.rotate_q || whole_group_rotation_fits) {
     for (int item = tid; item < C::rows * C::chunks; item += C::threads) {
       const int r = item / C::chunks, d0 = (item % C::chunks) * kv::chunk_values;
       float u[kv::chunk_values];
@@ -638,8 +637,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q(const tile_args& a, uint16_t* q
 
 // Output rows from out_s [rows][ldo] (float32, normalized, natural order) to the caller's out,
 // un-rotated when asked (on AMD; NVIDIA un-rotates on fragments: mma_store_out_fragments): the
-// rotation's second pass stores its columns straight to global memory. One whole group per thread
-// (rotate_groups_in_place) spilled on gfx11, gfx12 and gfx942 here.
+// rotation's second pass stores its columns straight to global memory (whole_group_rotation_fits).
 template <int D, class C>
 TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out(const tile_args& a, float* out_s, int kv_head, int head_group,
                                                    int q_tile, int seq, int tid) {

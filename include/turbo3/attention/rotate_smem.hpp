@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "turbo3/format/rotation.hpp"
+#include "turbo3/platform/arch.hpp"
 #include "turbo3/platform/device.hpp"
 
 #if TURBO3_HAS_RUNTIME
@@ -194,6 +195,10 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void rotate_group_registers(float (&u)[block_va
   for (int e = 0; e < block_values; ++e)
     u[e] *= (Inverse ? rotation_s1_negative(e) : rotation_s2_negative(e)) ? -rotation_scale : rotation_scale;
 }
+
+// Where a prefill kernel may hold a whole group per thread (rotate_whole_groups): on NVIDIA. The AMD
+// builds (gfx11, gfx12, gfx942) of the MMA kernels and of TILE D = 128 took scratch memory with it.
+inline constexpr bool whole_group_rotation_fits = platform::compiled_family == platform::arch_family::nvidia;
 
 // The groups of n_rows rows of GROUPS_PER_ROW groups each, one whole group per thread
 // (rotate_group_registers); neighbouring threads take neighbouring rows, so with rows 4 mod 32

@@ -70,10 +70,9 @@ struct tile_config {
   static constexpr int s_rows = S_ROWS, s_keys = S_KEYS, o_rows = O_ROWS, o_dims = O_DIMS, resident = RESIDENT;
   static constexpr bool pipelined = PIPELINED;
   // Rotations one whole 128-value group per thread (rotate_groups_in_place), which needs 128
-  // registers for the group: NVIDIA without the 128-register cap of two 256-thread work-groups per
-  // SM (D = 128 spilled 620 bytes with it); on gfx11 / gfx12 / gfx942 it took scratch memory.
-  static constexpr bool whole_group_rotation =
-      RESIDENT == 1 && platform::compiled_family == platform::arch_family::nvidia;
+  // registers for the group: not under the 128-register cap of two 256-thread work-groups per SM
+  // (NVIDIA D = 128 spilled 620 bytes with it).
+  static constexpr bool whole_group_rotation = RESIDENT == 1 && whole_group_rotation_fits;
   static constexpr int qs = D + 4;         // row stride of the Q / K / V tiles (floats)
   static constexpr int ss = ROWS + 4;      // row stride of the score tile
   static constexpr int s_tx = KEYS / S_KEYS, s_ty = ROWS / S_ROWS;   // score thread grid
