@@ -32,12 +32,12 @@
 // (window; softcap; mask) picked once per tile: measured on an H200 at pp2048-pp4096, those cut
 // 27-32% of the f16 kernel's time and 15-20% of the turbo3 kernel's (bench/RESULTS.md).
 // Causal: key tiles past the work-group's last query are never loaded; a warp whose rows see none
-// of a tile's keys skips its multiplies. The epilogue adds sinks and normalizes; where the output
-// is un-rotated (V turbo3 and the library un-rotates) on NVIDIA, each warp un-rotates its rows on
-// the fragments (a 16x16 Hadamard multiply per run, additions across runs) and stores them straight
-// from registers (mma_store_out_fragments); otherwise the rows go to shared memory in natural
-// dimension order, are un-rotated there when asked, and stored. Tile shapes come from a
-// per-architecture-family table.
+// of a tile's keys skips its multiplies. The epilogue adds sinks and normalizes; on NVIDIA each warp
+// stores its own rows straight from the accumulator fragments, un-rotated there when asked (V
+// turbo3 and the library un-rotates: a 16x16 Hadamard multiply per run, additions across runs,
+// mma_store_out_fragments) or as they are (mma_store_out_plain_fragments); elsewhere the rows go
+// to shared memory in natural dimension order, are un-rotated there when asked, and stored. Tile
+// shapes come from a per-architecture-family table.
 //
 // Status: measured on an H200 (tests/gpu/test_mma.cu, bench/RESULTS.md); AMD back-ends compile
 // without spills (tests/amd/RESOURCES.md) but have not run on AMD hardware.
@@ -407,6 +407,58 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_stage_copy(platform::async_destination
 TURBO3_DEVICE TURBO3_FORCEINLINE int warp_max_int(int v) {
   for (int o = platform::warp_size / 2; o > 0; o /= 2) v = max(v, platform::shfl_xor(v, o));
   return v;
+}
+
+// The output rows of this warp from its accumulators, normalized and stored straight to the
+// caller's out without un-rotation (f16 V, or the caller un-rotates): no shared memory, no barrier.
+// A lane holds rows g and g + 8 and slots 2t, 2t + 1, 2t + 8, 2t + 9 of every chunk: f16 V (slot
+// order natural) two pairs of contiguous dimensions, turbo3 V (value_of_slot) dimensions 4t .. 4t + 3.
+template <int D, class VL, class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_plain_fragments(const tile_args& a,
+                                                                   const platform::frag_acc (&o_acc)[C::n_tiles_d],
+                                                                   const float (&factor)[platform::frag_acc_rows],
+                                                                   int kv_head, int head_group, int q_tile, int seq,
+                                                                   int tid) {
+  using platform::frag_acc;
+  constexpr int R = platform::frag_acc_rows;
+  const int warp = tid / C::wave;
+  const bool vec = ((reinterpret_cast<uintptr_t>(a.out) | static_cast<uintptr_t>(a.out_nb1 | a.out_nb2 | a.out_nb3)) &
+                    (a.out_f16 ? 7 : 15)) == 0;
+  TURBO3_UNROLL
+  for (int rr = 0; rr < R; ++rr) {
+    const tile_row row = tile_row_of(a, warp * 16 + platform::frag_acc_row(2 * rr), kv_head, head_group, q_tile);
+    if (row.query < 0) continue;  // padding row
+    char* const dst = output_row(a, row.query, row.head, seq);
+    TURBO3_UNROLL
+    for (int n = 0; n < C::n_tiles_d; ++n) {
+      // Row slot rr holds elements 2rr, 2rr + 1 (slots 2t, 2t + 1) and 2rr + 4, 2rr + 5 (slots 2t + 8, 2t + 9).
+      const int e[4] = {2 * rr, 2 * rr + 1, 2 * rr + 4, 2 * rr + 5};
+      float w[4];
+      int d[4];
+      TURBO3_UNROLL
+      for (int k = 0; k < 4; ++k) {
+        w[k] = o_acc[n].x[e[k]] * factor[rr];
+        d[k] = n * kv::chunk_values + VL::value_of_slot(platform::frag_acc_col(e[k]));
+      }
+      if (vec && VL::type == data_type::turbo3) {  // d = 4t + {0, 2, 1, 3}
+        if (a.out_f16)
+          *reinterpret_cast<uint2*>(dst + 2 * d[0]) = make_uint2(platform::pack_half2(w[0], w[2]), platform::pack_half2(w[1], w[3]));
+        else
+          *reinterpret_cast<float4*>(dst + 4 * d[0]) = make_float4(w[0], w[2], w[1], w[3]);
+      } else if (vec && VL::type == data_type::f16) {  // d = 2t, 2t + 1, 2t + 8, 2t + 9
+        if (a.out_f16) {
+          *reinterpret_cast<uint32_t*>(dst + 2 * d[0]) = platform::pack_half2(w[0], w[1]);
+          *reinterpret_cast<uint32_t*>(dst + 2 * d[2]) = platform::pack_half2(w[2], w[3]);
+        } else {
+          *reinterpret_cast<float2*>(dst + 4 * d[0]) = make_float2(w[0], w[1]);
+          *reinterpret_cast<float2*>(dst + 4 * d[2]) = make_float2(w[2], w[3]);
+        }
+      } else {
+        TURBO3_UNROLL
+        for (int k = 0; k < 4; ++k) store_output(a, dst, d[k], w[k]);
+      }
+    }
+  }
 }
 
 // ---- Q prologue and output epilogue ----------------------------------------------------------------
@@ -1052,10 +1104,10 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
       const tile_row lr = tile_row_of(a, warp * 16 + platform::frag_acc_row(2 * rr), kv_head, head_group, q_tile);
       lane_factor[rr] = row_factor(lr, m_lane[rr], platform::frag_row_sum(l_lane[rr]));
     }
-    if (a.unrotate_out) {  // no shared memory: this warp stores its rows on its own
-      mma_store_out_fragments<D, VL, C>(a, o_acc, lane_factor, kv_head, head_group, q_tile, seq, tid);
-      return;
-    }
+    // No shared memory: this warp stores its rows on its own.
+    if (a.unrotate_out) mma_store_out_fragments<D, VL, C>(a, o_acc, lane_factor, kv_head, head_group, q_tile, seq, tid);
+    else mma_store_out_plain_fragments<D, VL, C>(a, o_acc, lane_factor, kv_head, head_group, q_tile, seq, tid);
+    return;
   } else {
     if (sm_sub == 0) row_s[my_row] = row_factor(srow, m_run, l_run);
   }
