@@ -19,6 +19,11 @@ struct attention_case {
   turbo3::data_type k_type = turbo3::data_type::turbo3, v_type = turbo3::data_type::turbo3;
   turbo3::data_type out_type = turbo3::data_type::f32;
   bool mask = false, causal = false, sinks = false;
+  // With mask: random values with 15% -inf (random), or -inf past each query's diagonal (causal,
+  // ggml's prefill mask), or visible only within `window` keys before the diagonal (window); each
+  // structured pattern also hides every key from the queries in rows 5 .. 7 when it has them.
+  enum class mask_kind { random, causal, window } mask_pattern = mask_kind::random;
+  int window = 0;
   float max_bias = 0.0f, softcap = 0.0f;
   turbo3::codebook cb = turbo3::codebook::lloyd_max;
   bool library_rotates = true;
@@ -30,7 +35,7 @@ struct attention_case {
                     " heads=" + std::to_string(n_head) + "/" + std::to_string(n_head_kv) + " seq=" + std::to_string(n_seq) +
                     " q=" + to_string(q_type) + " k=" + to_string(k_type) + " v=" + to_string(v_type) +
                     " out=" + to_string(out_type) + " cb=" + to_string(cb);
-    if (mask) s += " mask";
+    if (mask) s += mask_pattern == mask_kind::random ? " mask" : mask_pattern == mask_kind::causal ? " mask(causal)" : " mask(window " + std::to_string(window) + ")";
     if (causal) s += " causal";
     if (sinks) s += " sinks";
     if (max_bias > 0) s += " alibi";
@@ -57,6 +62,16 @@ class attention_problem {
       std::vector<uint16_t> m(static_cast<size_t>(ne0 * ne1));
       std::uniform_real_distribution<float> u(-2.0f, 2.0f), coin(0.0f, 1.0f);
       for (auto& x : m) x = coin(rng) < 0.15f ? 0xfc00 : fp16_from_float(u(rng));  // 15% -inf
+      if (c.mask_pattern != attention_case::mask_kind::random) {
+        for (int64_t i = 0; i < ne1; ++i)
+          for (int64_t j = 0; j < ne0; ++j) {
+            const int64_t diagonal = i + c.n_kv - c.n_q;  // the last key query i may see
+            bool hidden = j > diagonal || (i >= 5 && i <= 7);
+            if (c.mask_pattern == attention_case::mask_kind::window) hidden = hidden || j < diagonal - c.window;
+            uint16_t& x = m[static_cast<size_t>(i * ne0 + j)];
+            x = hidden ? uint16_t{0xfc00} : fp16_from_float(u(rng));
+          }
+      }
       mask_host_.resize(m.size() * 2);
       std::memcpy(mask_host_.data(), m.data(), mask_host_.size());
       mask_view_.type = data_type::f16;

@@ -247,6 +247,41 @@ TEST_CASE("MMA: GQA 16 and GQA 8 at D=256, two sequences, sinks, f16 out", "[mma
 
 // Small cases for compute-sanitizer (memcheck and racecheck are slow): every K/V pair and head
 // dim, ragged tiles, causal with a mask, sinks.
+// Masks with structure (what ggml passes: -inf past each query's diagonal; a sliding window; some
+// rows hidden entirely): the kernel reads each row's visible end from the mask and never loads the
+// key tiles past it. Several query and key tiles, with and without the causal flag, rows of the
+// mask not 16-byte aligned (padded by 5 keys).
+TEST_CASE("MMA: structured masks (causal pattern, sliding window, hidden rows)", "[mma]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x3a5c);
+  using kind = attention_case::mask_kind;
+  struct shape {
+    int n_q, n_kv;
+    kind pattern;
+    int window;
+    bool causal;
+  };
+  const shape shapes[] = {{200, 200, kind::causal, 0, false}, {64, 300, kind::causal, 0, false},
+                          {150, 150, kind::window, 40, false}, {300, 300, kind::window, 100, true},
+                          {3, 500, kind::causal, 0, false}};
+  for (int d : {128, 256})
+    for (data_type t : kv_types)
+      for (const shape& sh : shapes) {
+        attention_case c;
+        c.head_dim = d;
+        c.n_head = 16;
+        c.n_head_kv = 8;
+        c.n_q = sh.n_q;
+        c.n_kv = sh.n_kv;
+        c.k_type = t;
+        c.v_type = t;
+        c.mask = true;
+        c.mask_pattern = sh.pattern;
+        c.window = sh.window;
+        c.causal = sh.causal;
+        run_case(c, rng);
+      }
+}
+
 TEST_CASE("MMA: sanitizer subset", "[mma-san]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x75a);
   for (int d : {128, 256})
@@ -266,19 +301,22 @@ TEST_CASE("MMA: sanitizer subset", "[mma-san]") {
         run_case(c, rng);
       }
   // f16 and turbo3 K/V at D = 256 (NVIDIA: double-buffered tiles, turbo3 staged) over several query
-  // tiles and key tiles, causal.
-  for (data_type t : kv_types) {
-    attention_case c;
-    c.head_dim = 256;
-    c.n_head = 4;
-    c.n_head_kv = 2;
-    c.n_q = 150;
-    c.n_kv = 170;
-    c.k_type = t;
-    c.v_type = t;
-    c.causal = true;
-    run_case(c, rng);
-  }
+  // tiles and key tiles, causal; then the same with ggml's causal mask in place of the flag.
+  for (data_type t : kv_types)
+    for (bool masked : {false, true}) {
+      attention_case c;
+      c.head_dim = 256;
+      c.n_head = 4;
+      c.n_head_kv = 2;
+      c.n_q = 150;
+      c.n_kv = 170;
+      c.k_type = t;
+      c.v_type = t;
+      c.causal = !masked;
+      c.mask = masked;
+      c.mask_pattern = attention_case::mask_kind::causal;
+      run_case(c, rng);
+    }
 }
 
 

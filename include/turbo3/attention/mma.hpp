@@ -31,8 +31,10 @@
 // slot order is a closed form per loader, and the softmax is one of three branch-free variants
 // (window; softcap; mask) picked once per tile: measured on an H200 at pp2048-pp4096, those cut
 // 27-32% of the f16 kernel's time and 15-20% of the turbo3 kernel's (bench/RESULTS.md).
-// Causal: key tiles past the work-group's last query are never loaded; a warp whose rows see none
-// of a tile's keys skips its multiplies. The epilogue adds sinks and normalizes; on NVIDIA each warp
+// Causal, or a mask that hides keys (ggml's causal mask: -inf past each query's diagonal): key tiles
+// past the work-group's last visible key are never loaded (each mask row's visible end is read
+// once up front, mask_row_visible_end); a warp whose rows see none of a tile's keys skips its
+// multiplies. The epilogue adds sinks and normalizes; on NVIDIA each warp
 // stores its own rows straight from the accumulator fragments, un-rotated there when asked (V
 // turbo3 and the library un-rotates: a 16x16 Hadamard multiply per run, additions across runs,
 // mma_store_out_fragments) or as they are (mma_store_out_plain_fragments); elsewhere the rows go
@@ -749,6 +751,15 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   mma_load_q<D, KL, C>(a, q16, q_stage, kv_head, head_group, q_tile, seq, tid);
   platform::sync_threads();  // the staging area is reused by the K/V tiles
 
+  // ---- keys the mask hides from every row of a tile are never loaded (mask_row_visible_end) ------
+  auto window_end = [&](const tile_row& row) { return a.causal ? min(kv_end, row.query + a.n_kv - a.n_q + 1) : kv_end; };
+  int* const mask_end_s = reinterpret_cast<int*>(row_s);  // [rows], free until the first tile
+  if (a.mask) kv_end = mask_visible_ends<C::rows, C::threads>(a, kv_head, head_group, q_tile, seq, tid, mask_end_s, window_end);
+  // A row's window: its causal end, and with a mask its visible end.
+  auto row_window_end = [&](const tile_row& row, int r) {
+    return a.mask ? min(window_end(row), mask_visible_end_of(a, mask_end_s, r)) : window_end(row);
+  };
+
   // ---- softmax state: lane serves row sm_row of its warp, keys sm_sub, sm_sub + lpr, ... -------
   const int sm_row = lane / C::lpr, sm_sub = lane % C::lpr;
   const int my_row = warp * 16 + sm_row;
@@ -757,11 +768,9 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   const platform::half* mask_row = nullptr;
   float slope = 0.0f;
   if (srow.query >= 0) {
-    row_end = a.causal ? min(kv_end, srow.query + a.n_kv - a.n_q + 1) : kv_end;
+    row_end = row_window_end(srow, my_row);
     if (a.mask) {
-      mask_row = reinterpret_cast<const platform::half*>(a.mask + srow.query * a.mask_nb1 +
-                                                         (srow.head % a.mask_ne2) * a.mask_nb2 +
-                                                         (seq % a.mask_ne3) * a.mask_nb3);
+      mask_row = mask_row_of(a, srow, seq);
       slope = platform::exp2_fast(alibi_slope_log2(a.max_bias, srow.head, a.n_head)) * log2e;
     }
   }
@@ -782,14 +791,14 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   const int last_key = a.n_kv - 1;
   TURBO3_UNROLL
   for (int rr = 0; rr < R; ++rr) {
-    const tile_row lr = tile_row_of(a, warp * 16 + platform::frag_acc_row(2 * rr), kv_head, head_group, q_tile);
+    const int r = warp * 16 + platform::frag_acc_row(2 * rr);
+    const tile_row lr = tile_row_of(a, r, kv_head, head_group, q_tile);
     // A padding row reads the mask's first row (never used: its window is empty).
     lane_rows[rr] = {0, reinterpret_cast<const platform::half*>(a.mask), 0.0f};
     if (lr.query >= 0) {
-      lane_rows[rr].end = a.causal ? min(kv_end, lr.query + a.n_kv - a.n_q + 1) : kv_end;
+      lane_rows[rr].end = row_window_end(lr, r);
       if (a.mask) {
-        lane_rows[rr].mask = reinterpret_cast<const platform::half*>(
-            a.mask + lr.query * a.mask_nb1 + (lr.head % a.mask_ne2) * a.mask_nb2 + (seq % a.mask_ne3) * a.mask_nb3);
+        lane_rows[rr].mask = mask_row_of(a, lr, seq);
         lane_rows[rr].slope = platform::exp2_fast(alibi_slope_log2(a.max_bias, lr.head, a.n_head)) * log2e;
       }
     }

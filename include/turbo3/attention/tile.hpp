@@ -9,6 +9,8 @@
 //   3. Online softmax in float32, base 2: softcap, mask (ALiBi slope), causal window, per row.
 //   4. V is dequantized into the same shared tile; O += P V on register-blocked micro-tiles.
 // The epilogue adds sinks, normalizes, un-rotates (V turbo3 and the library un-rotates) and stores.
+// Key tiles past the last key any row may see (causal window; with a mask, each row's last key
+// that is not -inf, read up front) are never loaded.
 // Tile shapes (threads, rows, keys, micro-tiles) come from a per-architecture-family table.
 #pragma once
 
@@ -159,6 +161,63 @@ TURBO3_DEVICE TURBO3_FORCEINLINE tile_row tile_row_of(const tile_args& a, int r,
   const int i = q_tile * a.ncols + c;
   const bool active = c < a.ncols && i < a.n_q && g < a.gqa;
   return {active ? i : -1, kv_head * a.gqa + g};
+}
+
+// The mask row of a (query, head) row; a.mask must be set and row.query >= 0.
+TURBO3_DEVICE TURBO3_FORCEINLINE const platform::half* mask_row_of(const tile_args& a, const tile_row& row, int seq) {
+  return reinterpret_cast<const platform::half*>(a.mask + row.query * a.mask_nb1 + (row.head % a.mask_ne2) * a.mask_nb2 +
+                                                 (seq % a.mask_ne3) * a.mask_nb3);
+}
+
+// An upper bound on the keys a mask row shows below limit: 1 + the last key j < limit whose value
+// is not -inf, rounded up to the end of its 8-key run (0: none). A whole warp reads the row, in
+// 16-byte loads from its first 16-byte boundary on. The kernels take it as each row's window end,
+// so key tiles a mask hides entirely (ggml's causal prefill mask: everything past the diagonal)
+// are never loaded or multiplied; the mask itself still applies to the keys before it.
+TURBO3_DEVICE TURBO3_FORCEINLINE int mask_row_visible_end(const platform::half* row, int limit, int lane) {
+  constexpr uint32_t neg_inf2 = 0xfc00fc00u;  // two f16 -inf
+  const uint16_t* h = reinterpret_cast<const uint16_t*>(row);
+  const int lead = min(limit, static_cast<int>(((16 - (reinterpret_cast<uintptr_t>(h) & 15)) & 15) / 2));
+  int end = 0;
+  if (lane < lead && h[lane] != 0xfc00u) end = lane + 1;
+  const int n_vec = (limit - lead) / 8;
+  const uint4* v = reinterpret_cast<const uint4*>(h + lead);
+#pragma unroll 4
+  for (int k = lane; k < n_vec; k += platform::warp_size) {
+    const uint4 w = v[k];
+    if (((w.x ^ neg_inf2) | (w.y ^ neg_inf2) | (w.z ^ neg_inf2) | (w.w ^ neg_inf2)) != 0u) end = lead + 8 * k + 8;
+  }
+  const int j = lead + 8 * n_vec + lane;
+  if (j < limit && h[j] != 0xfc00u) end = max(end, j + 1);
+  for (int o = platform::warp_size / 2; o > 0; o /= 2) end = max(end, platform::shfl_xor(end, o));
+  return end;
+}
+
+// Where the call has a mask: each row's visible end (mask_row_visible_end below its window end)
+// into row_end_s [rows], one warp per mask row (rows that share one, heads of a query over a
+// broadcast mask, read it once); returns the largest (the work-group's key end) to every thread.
+// window_end(row): the end without the mask. Synchronizes.
+template <int ROWS, int THREADS, class WindowEnd>
+TURBO3_DEVICE int mask_visible_ends(const tile_args& a, int kv_head, int head_group, int q_tile, int seq, int tid,
+                                    int* row_end_s, WindowEnd window_end) {
+  constexpr int ws = platform::warp_size, warps = THREADS / ws;
+  const int warp = tid / ws, lane = tid % ws;
+  const int share = a.mask_ne2 == 1 ? a.hpb : 1;  // consecutive rows reading one mask row
+  for (int r = warp * share; r < ROWS; r += warps * share) {
+    const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);
+    const int end = row.query < 0 ? 0 : mask_row_visible_end(mask_row_of(a, row, seq), window_end(row), lane);
+    if (lane == 0) row_end_s[r] = end;
+  }
+  platform::sync_threads();
+  int wg_end = 0;
+  for (int r = lane * share; r < ROWS; r += ws * share) wg_end = max(wg_end, row_end_s[r]);
+  for (int o = ws / 2; o > 0; o /= 2) wg_end = max(wg_end, platform::shfl_xor(wg_end, o));
+  return wg_end;
+}
+// A row's entry in mask_visible_ends' row_end_s.
+TURBO3_DEVICE TURBO3_FORCEINLINE int mask_visible_end_of(const tile_args& a, const int* row_end_s, int r) {
+  const int share = a.mask_ne2 == 1 ? a.hpb : 1;
+  return row_end_s[r - r % share];
 }
 
 // Row-wise Q load and output store of a TILE or MMA work-group. A warp takes whole rows: where a
@@ -334,6 +393,11 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
     if (a.rotate_q) tile_rotate<false, D, C>(q_s, tid);
   }
 
+  // ---- keys the mask hides from every row of a tile are never loaded (mask_row_visible_end) ------
+  auto window_end = [&](const tile_row& row) { return a.causal ? min(kv_end, row.query + a.n_kv - a.n_q + 1) : kv_end; };
+  int* const mask_end_s = reinterpret_cast<int*>(s_s);  // [rows], free until the first tile
+  if (a.mask) kv_end = mask_visible_ends<C::rows, C::threads>(a, kv_head, head_group, q_tile, seq, tid, mask_end_s, window_end);
+
   // ---- softmax state: thread tid serves row sm_row with sm_sub's share of the keys -------------
   const int sm_row = tid / C::tpr, sm_sub = tid % C::tpr;
   const tile_row srow = tile_row_of(a, sm_row, kv_head, head_group, q_tile);
@@ -341,14 +405,14 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
   const platform::half* mask_row = nullptr;
   float slope = 0.0f;
   if (srow.query >= 0) {
-    row_end = a.causal ? min(kv_end, srow.query + a.n_kv - a.n_q + 1) : kv_end;
+    row_end = window_end(srow);
     if (a.mask) {
-      mask_row = reinterpret_cast<const platform::half*>(a.mask + srow.query * a.mask_nb1 +
-                                                         (srow.head % a.mask_ne2) * a.mask_nb2 +
-                                                         (seq % a.mask_ne3) * a.mask_nb3);
+      row_end = min(row_end, mask_visible_end_of(a, mask_end_s, sm_row));
+      mask_row = mask_row_of(a, srow, seq);
       slope = platform::exp2_fast(alibi_slope_log2(a.max_bias, srow.head, a.n_head)) * log2e;
     }
   }
+  if (a.mask) platform::sync_threads();  // mask_end_s is read; the score tile may be written
   float m_run = -INFINITY, l_run = 0.0f;
 
   int s_x, s_y, o_x, o_y;
