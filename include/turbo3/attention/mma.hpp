@@ -406,9 +406,23 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_stage_copy(platform::async_destination
   }
 }
 
-TURBO3_DEVICE TURBO3_FORCEINLINE int warp_max_int(int v) {
-  for (int o = platform::warp_size / 2; o > 0; o /= 2) v = max(v, platform::shfl_xor(v, o));
-  return v;
+
+// Whether every output row is aligned for one store of 4 consecutive values (8 bytes f16, 16 f32).
+TURBO3_DEVICE TURBO3_FORCEINLINE bool output_rows_aligned4(const tile_args& a) {
+  return ((reinterpret_cast<uintptr_t>(a.out) | static_cast<uintptr_t>(a.out_nb1 | a.out_nb2 | a.out_nb3)) &
+          (a.out_f16 ? 7 : 15)) == 0;
+}
+
+// Dimensions d .. d + 3 of an output row (w[0] .. w[3]): one store where aligned4, else four.
+TURBO3_DEVICE TURBO3_FORCEINLINE void store_output4(const tile_args& a, char* row, int d, const float (&w)[4], bool aligned4) {
+  if (aligned4 && a.out_f16) {
+    *reinterpret_cast<uint2*>(row + 2 * d) = make_uint2(platform::pack_half2(w[0], w[1]), platform::pack_half2(w[2], w[3]));
+  } else if (aligned4) {
+    *reinterpret_cast<float4*>(row + 4 * d) = make_float4(w[0], w[1], w[2], w[3]);
+  } else {
+    TURBO3_UNROLL
+    for (int e = 0; e < 4; ++e) store_output(a, row, d + e, w[e]);
+  }
 }
 
 // The output rows of this warp from its accumulators, normalized and stored straight to the
@@ -424,8 +438,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_plain_fragments(const tile_a
   using platform::frag_acc;
   constexpr int R = platform::frag_acc_rows;
   const int warp = tid / C::wave;
-  const bool vec = ((reinterpret_cast<uintptr_t>(a.out) | static_cast<uintptr_t>(a.out_nb1 | a.out_nb2 | a.out_nb3)) &
-                    (a.out_f16 ? 7 : 15)) == 0;
+  const bool vec = output_rows_aligned4(a);
   TURBO3_UNROLL
   for (int rr = 0; rr < R; ++rr) {
     const tile_row row = tile_row_of(a, warp * 16 + platform::frag_acc_row(2 * rr), kv_head, head_group, q_tile);
@@ -443,10 +456,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_plain_fragments(const tile_a
         d[k] = n * kv::chunk_values + VL::value_of_slot(platform::frag_acc_col(e[k]));
       }
       if (vec && VL::type == data_type::turbo3) {  // d = 4t + {0, 2, 1, 3}
-        if (a.out_f16)
-          *reinterpret_cast<uint2*>(dst + 2 * d[0]) = make_uint2(platform::pack_half2(w[0], w[2]), platform::pack_half2(w[1], w[3]));
-        else
-          *reinterpret_cast<float4*>(dst + 4 * d[0]) = make_float4(w[0], w[2], w[1], w[3]);
+        store_output4(a, dst, d[0], {w[0], w[2], w[1], w[3]}, true);
       } else if (vec && VL::type == data_type::f16) {  // d = 2t, 2t + 1, 2t + 8, 2t + 9
         if (a.out_f16) {
           *reinterpret_cast<uint32_t*>(dst + 2 * d[0]) = platform::pack_half2(w[0], w[1]);
@@ -568,8 +578,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_fragments(const tile_args& a
   using platform::frag_acc;
   constexpr int R = platform::frag_acc_rows;
   const int warp = tid / C::wave, t = platform::lane_id() % 4;
-  const bool vec = ((reinterpret_cast<uintptr_t>(a.out) | static_cast<uintptr_t>(a.out_nb1 | a.out_nb2 | a.out_nb3)) &
-                    (a.out_f16 ? 7 : 15)) == 0;
+  const bool vec = output_rows_aligned4(a);
   char* rows[R];
   TURBO3_UNROLL
   for (int rr = 0; rr < R; ++rr) {
@@ -609,15 +618,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_fragments(const tile_args& a
         char* row = rows[rr];
         if (row == nullptr) continue;  // padding row
         // Row slot rr holds elements 2rr, 2rr + 1 (values +0, +1) and 2rr + 4, 2rr + 5 (+2, +3).
-        const float w[4] = {v[2 * rr], v[2 * rr + 1], v[2 * rr + 4], v[2 * rr + 5]};
-        if (vec && a.out_f16) {
-          *reinterpret_cast<uint2*>(row + 2 * d) = make_uint2(platform::pack_half2(w[0], w[1]), platform::pack_half2(w[2], w[3]));
-        } else if (vec) {
-          *reinterpret_cast<float4*>(row + 4 * d) = make_float4(w[0], w[1], w[2], w[3]);
-        } else {
-          TURBO3_UNROLL
-          for (int e = 0; e < 4; ++e) store_output(a, row, d + e, w[e]);
-        }
+        store_output4(a, row, d, {v[2 * rr], v[2 * rr + 1], v[2 * rr + 4], v[2 * rr + 5]}, vec);
       }
     }
   }

@@ -169,6 +169,11 @@ TURBO3_DEVICE TURBO3_FORCEINLINE const platform::half* mask_row_of(const tile_ar
                                                  (seq % a.mask_ne3) * a.mask_nb3);
 }
 
+TURBO3_DEVICE TURBO3_FORCEINLINE int warp_max_int(int v) {
+  for (int o = platform::warp_size / 2; o > 0; o /= 2) v = max(v, platform::shfl_xor(v, o));
+  return v;
+}
+
 // An upper bound on the keys a mask row shows below limit: 1 + the last key j < limit whose value
 // is not -inf, rounded up to the end of its 8-key run (0: none). A whole warp reads the row, in
 // 16-byte loads from its first 16-byte boundary on. The kernels take it as each row's window end,
@@ -189,8 +194,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE int mask_row_visible_end(const platform::half* 
   }
   const int j = lead + 8 * n_vec + lane;
   if (j < limit && h[j] != 0xfc00u) end = max(end, j + 1);
-  for (int o = platform::warp_size / 2; o > 0; o /= 2) end = max(end, platform::shfl_xor(end, o));
-  return end;
+  return warp_max_int(end);
 }
 
 // Where the call has a mask: each row's visible end (mask_row_visible_end below its window end)
@@ -211,8 +215,7 @@ TURBO3_DEVICE int mask_visible_ends(const tile_args& a, int kv_head, int head_gr
   platform::sync_threads();
   int wg_end = 0;
   for (int r = lane * share; r < ROWS; r += ws * share) wg_end = max(wg_end, row_end_s[r]);
-  for (int o = ws / 2; o > 0; o /= 2) wg_end = max(wg_end, platform::shfl_xor(wg_end, o));
-  return wg_end;
+  return warp_max_int(wg_end);
 }
 // A row's entry in mask_visible_ends' row_end_s.
 TURBO3_DEVICE TURBO3_FORCEINLINE int mask_visible_end_of(const tile_args& a, const int* row_end_s, int r) {
