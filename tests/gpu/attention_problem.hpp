@@ -46,6 +46,29 @@ struct attention_case {
   }
 };
 
+// A case with a structured mask (attention_case::mask_kind) over 16 query heads and 8 KV heads.
+struct mask_shape {
+  int n_q, n_kv;
+  attention_case::mask_kind pattern;
+  int window;
+  bool causal;
+};
+inline attention_case structured_mask_case(int head_dim, turbo3::data_type kv, const mask_shape& sh) {
+  attention_case c;
+  c.head_dim = head_dim;
+  c.n_head = 16;
+  c.n_head_kv = 8;
+  c.n_q = sh.n_q;
+  c.n_kv = sh.n_kv;
+  c.k_type = kv;
+  c.v_type = kv;
+  c.mask = true;
+  c.mask_pattern = sh.pattern;
+  c.window = sh.window;
+  c.causal = sh.causal;
+  return c;
+}
+
 // Host and device copies of one problem's tensors.
 class attention_problem {
  public:

@@ -245,8 +245,6 @@ TEST_CASE("MMA: GQA 16 and GQA 8 at D=256, two sequences, sinks, f16 out", "[mma
   }
 }
 
-// Small cases for compute-sanitizer (memcheck and racecheck are slow): every K/V pair and head
-// dim, ragged tiles, causal with a mask, sinks.
 // Masks with structure (what ggml passes: -inf past each query's diagonal; a sliding window; some
 // rows hidden entirely): the kernel reads each row's visible end from the mask and never loads the
 // key tiles past it. Several query and key tiles, with and without the causal flag, rows of the
@@ -254,34 +252,16 @@ TEST_CASE("MMA: GQA 16 and GQA 8 at D=256, two sequences, sinks, f16 out", "[mma
 TEST_CASE("MMA: structured masks (causal pattern, sliding window, hidden rows)", "[mma]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x3a5c);
   using kind = attention_case::mask_kind;
-  struct shape {
-    int n_q, n_kv;
-    kind pattern;
-    int window;
-    bool causal;
-  };
-  const shape shapes[] = {{200, 200, kind::causal, 0, false}, {64, 300, kind::causal, 0, false},
-                          {150, 150, kind::window, 40, false}, {300, 300, kind::window, 100, true},
-                          {3, 500, kind::causal, 0, false}};
+  const turbo3_test::mask_shape shapes[] = {{200, 200, kind::causal, 0, false}, {64, 300, kind::causal, 0, false},
+                                            {150, 150, kind::window, 40, false}, {300, 300, kind::window, 100, true},
+                                            {3, 500, kind::causal, 0, false}};
   for (int d : {128, 256})
     for (data_type t : kv_types)
-      for (const shape& sh : shapes) {
-        attention_case c;
-        c.head_dim = d;
-        c.n_head = 16;
-        c.n_head_kv = 8;
-        c.n_q = sh.n_q;
-        c.n_kv = sh.n_kv;
-        c.k_type = t;
-        c.v_type = t;
-        c.mask = true;
-        c.mask_pattern = sh.pattern;
-        c.window = sh.window;
-        c.causal = sh.causal;
-        run_case(c, rng);
-      }
+      for (const auto& sh : shapes) run_case(turbo3_test::structured_mask_case(d, t, sh), rng);
 }
 
+// Small cases for compute-sanitizer (memcheck and racecheck are slow): every K/V pair and head
+// dim, ragged tiles, causal with a mask, sinks.
 TEST_CASE("MMA: sanitizer subset", "[mma-san]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x75a);
   for (int d : {128, 256})

@@ -181,38 +181,20 @@ TEST_CASE("TILE: GQA 16 and GQA 8 at D=256, two sequences, sinks, f16 out", "[ti
   }
 }
 
-// Small cases for compute-sanitizer (memcheck and racecheck are slow): every K/V pair and head
-// dim, ragged tiles, causal with a mask.
 // Masks with structure (ggml's causal prefill mask, a sliding window, rows hidden entirely): TILE
 // reads each row's visible end from the mask and never loads the key tiles past it; materialize
 // runs the f16 TILE kernel, so it takes the same path.
 TEST_CASE("TILE: structured masks (causal pattern, sliding window, hidden rows)", "[tile]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x3a5d);
   using kind = attention_case::mask_kind;
-  struct shape {
-    int n_q, n_kv;
-    kind pattern;
-    int window;
-    bool causal;
-  };
-  const shape shapes[] = {{200, 200, kind::causal, 0, false}, {64, 300, kind::causal, 0, false},
-                          {150, 150, kind::window, 40, true}, {3, 500, kind::causal, 0, false}};
+  const turbo3_test::mask_shape shapes[] = {{200, 200, kind::causal, 0, false}, {64, 300, kind::causal, 0, false},
+                                            {150, 150, kind::window, 40, true}, {3, 500, kind::causal, 0, false}};
   for (int d : {128, 256})
-    for (const shape& sh : shapes) {
-      attention_case c;
-      c.head_dim = d;
-      c.n_head = 16;
-      c.n_head_kv = 8;
-      c.n_q = sh.n_q;
-      c.n_kv = sh.n_kv;
-      c.mask = true;
-      c.mask_pattern = sh.pattern;
-      c.window = sh.window;
-      c.causal = sh.causal;
-      run_case(c, rng, true, true);
-    }
+    for (const auto& sh : shapes) run_case(turbo3_test::structured_mask_case(d, data_type::turbo3, sh), rng, true, true);
 }
 
+// Small cases for compute-sanitizer (memcheck and racecheck are slow): every K/V pair and head
+// dim, ragged tiles, causal with a mask.
 TEST_CASE("TILE: sanitizer subset", "[tile-san]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x75a);
   for (int d : {64, 128, 256})
