@@ -353,7 +353,12 @@ std::vector<prefill_kernel> prefill_kernels() {
       {"materialize", with(E::materialize)},  // dequantize K/V to f16 in workspace, then the f16 kernel
       {"tile", with(E::tile)},                // inline dequant in the shared-memory tile load
   };
-  if constexpr (has_mma<E>::value) k.push_back({"mma", with(E::mma)});
+  if constexpr (has_mma<E>::value) {
+    k.push_back({"mma", with(E::mma)});  // the launcher's pick (warpgroup multiplies where they apply)
+    turbo3::launch_options fragment = with(E::mma);
+    fragment.mma = turbo3::mma_variant::fragment;
+    k.push_back({"mma-fragment", fragment});  // 16x16x16 fragment multiplies forced
+  }
   return k;
 }
 

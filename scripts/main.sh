@@ -10,7 +10,7 @@ else install_missing "${TURBO3_BUILD_PACKAGES[@]}"; fi
 find_cuda
 log "configure"
 cmake -S . -B build/main -DCMAKE_BUILD_TYPE=Release -DTURBO3_CUDA="$TURBO3_CUDA" -DTURBO3_AMD_CHECK=OFF \
-  -DTURBO3_BUILD_TESTS=OFF -DCMAKE_CUDA_ARCHITECTURES="${TURBO3_CUDA_ARCHS:-90}"
+  -DTURBO3_BUILD_TESTS=OFF -DCMAKE_CUDA_ARCHITECTURES="${TURBO3_CUDA_ARCHS:-90a}"
 log "build"
 cmake --build build/main -j "$JOBS"
 

@@ -7,7 +7,7 @@ install_missing "${TURBO3_BUILD_PACKAGES[@]}" "${TURBO3_TEST_PACKAGES[@]}"
 find_cuda
 log "configure (CUDA: $TURBO3_CUDA, AMD check: ON)"
 cmake -S . -B build/test -DCMAKE_BUILD_TYPE=Release -DTURBO3_CUDA="$TURBO3_CUDA" -DTURBO3_AMD_CHECK=ON \
-  -DCMAKE_CUDA_ARCHITECTURES="${TURBO3_CUDA_ARCHS:-90}"
+  -DCMAKE_CUDA_ARCHITECTURES="${TURBO3_CUDA_ARCHS:-90a}"
 log "build"
 cmake --build build/test -j "$JOBS"
 log "test"

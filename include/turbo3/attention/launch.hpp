@@ -10,6 +10,7 @@
 #include "turbo3/attention/kernel_args.hpp"
 #include "turbo3/attention/materialize.hpp"
 #include "turbo3/attention/mma.hpp"
+#include "turbo3/attention/mma_wg.hpp"
 #include "turbo3/attention/params.hpp"
 #include "turbo3/attention/tile.hpp"
 #include "turbo3/attention/validate.hpp"
@@ -41,10 +42,20 @@ enum class vec_variant {
               // K and V, D 128/256, up to 8 rows)
 };
 
+// Which matrix-core prefill (MMA) kernel runs. `warpgroup` falls back to `fragment` where it does
+// not apply.
+enum class mma_variant {
+  automatic,  // `warpgroup` where it applies, else `fragment`
+  fragment,   // 16x16x16 fragment multiplies (every matrix-core target)
+  warpgroup,  // warpgroup multiplies from shared memory (NVIDIA sm_90 in builds for sm_90a that
+              // define TURBO3_WARPGROUP_MMA_BUILT; D 256, K and V both f16 or both turbo3)
+};
+
 struct launch_options {
   kernel_choice kernel = kernel_choice::automatic;
   int kv_splits = 0;  // VEC split-KV count; 0 chooses from the device's multiprocessor count
   vec_variant vec = vec_variant::automatic;
+  mma_variant mma = mma_variant::automatic;
 };
 
 namespace detail {
@@ -360,7 +371,7 @@ status flash_attention(const attention_params& p, Allocator& allocator, hipStrea
   status s = validate(p);
   if (s != status::ok) return s;
   const kernel_choice kernel = detail::route(p, opt);
-  if (kernel == kernel_choice::mma) return detail::run_mma(p, allocator, stream);
+  if (kernel == kernel_choice::mma) return detail::run_mma(p, opt.mma != mma_variant::fragment, allocator, stream);
   if (kernel == kernel_choice::tile || kernel == kernel_choice::materialize)
     return detail::run_prefill(p, allocator, stream, kernel == kernel_choice::materialize);
   if (kernel != kernel_choice::vec) return status::unsupported;

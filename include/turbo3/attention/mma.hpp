@@ -217,16 +217,22 @@ TURBO3_DEVICE TURBO3_FORCEINLINE typename L::raw_chunk mma_chunk(const mma_raw<L
   else return r.c;
 }
 
-// One K chunk (16 values of one key) to its f16 row slice `dst` (16-byte aligned), slot order.
+// One chunk of one key (16 values) as f16 pairs in slot order, turbo3 values times their norm.
 template <class L>
-TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_k(const mma_raw<L>& r, const turbo3_lut& lut, uint16_t* dst) {
-  uint32_t w[8];
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_decode_row_chunk(const mma_raw<L>& r, const turbo3_lut& lut, uint32_t (&w)[8]) {
   L::decode_half2(mma_chunk(r), lut, w);
   if constexpr (L::type == data_type::turbo3) {
     const uint32_t n2 = r.norm | (r.norm << 16);
     TURBO3_UNROLL
     for (int i = 0; i < 8; ++i) w[i] = platform::mul_half2_bits(w[i], n2);
   }
+}
+
+// One K chunk (16 values of one key) to its f16 row slice `dst` (16-byte aligned), slot order.
+template <class L>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_k(const mma_raw<L>& r, const turbo3_lut& lut, uint16_t* dst) {
+  uint32_t w[8];
+  mma_decode_row_chunk<L>(r, lut, w);
   uint4* d = reinterpret_cast<uint4*>(dst);
   d[0] = make_uint4(w[0], w[1], w[2], w[3]);
   d[1] = make_uint4(w[4], w[5], w[6], w[7]);
@@ -633,8 +639,10 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_fragments(const tile_args& a
 // arrive and the second writes f16 straight into q16. The caller synchronizes before reading q16.
 // Measured on an H200 (D = 256, pp512): the two passes cost each work-group about 4 us more than no
 // rotation (5.9 us with rows first), whole groups about 1.7 us.
-template <int D, class KL, class C>
-TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q(const tile_args& a, uint16_t* q16, float* q_stage, int kv_head,
+// q16_at(r, d): where the f16 value in slot position d of row r goes (pieces of 8 slots from a
+// multiple of 8 are contiguous and 16-byte aligned).
+template <int D, class KL, class C, class Q16At>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q(const tile_args& a, Q16At q16_at, float* q_stage, int kv_head,
                                                 int head_group, int q_tile, int seq, int tid) {
   const bool vec = ((reinterpret_cast<uintptr_t>(a.q) | static_cast<uintptr_t>(a.q_nb1 | a.q_nb2 | a.q_nb3)) &
                     15) == 0;
@@ -648,9 +656,8 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q(const tile_args& a, uint16_t* q
     TURBO3_UNROLL
     for (int i = 0; i < kv::chunk_values / 2; ++i)
       w[i] = platform::pack_half2(u[KL::value_of_slot(2 * i)], u[KL::value_of_slot(2 * i + 1)]);
-    uint4* dst = reinterpret_cast<uint4*>(q16 + r * C::ldq + d0);
-    dst[0] = make_uint4(w[0], w[1], w[2], w[3]);
-    dst[1] = make_uint4(w[4], w[5], w[6], w[7]);
+    *reinterpret_cast<uint4*>(q16_at(r, d0)) = make_uint4(w[0], w[1], w[2], w[3]);
+    *reinterpret_cast<uint4*>(q16_at(r, d0 + 8)) = make_uint4(w[4], w[5], w[6], w[7]);
   };
   constexpr int G = D / block_values;
   if (!a.rotate_q || whole_group_rotation_fits) {
@@ -683,10 +690,10 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q(const tile_args& a, uint16_t* q
       [&](int r, int d, float(&u)[rotation_column_values]) { load_column(q_stage + r * C::ldo + d, u); },
       [&](int r, int d, const float(&u)[rotation_column_values]) {
         // Value c + 16k of the group (c = d % 16) is element c of its chunk k: slot KL::slot(c).
-        uint16_t* dst = q16 + r * C::ldq + (d - d % rotation_columns) + KL::slot(d % rotation_columns);
+        const int d_slot = (d - d % rotation_columns) + KL::slot(d % rotation_columns);
         TURBO3_UNROLL
         for (int k = 0; k < rotation_column_values; ++k)
-          dst[kv::chunk_values * k] = platform::float_to_half_bits(u[k]);
+          *q16_at(r, d_slot + kv::chunk_values * k) = platform::float_to_half_bits(u[k]);
       });
 }
 
@@ -712,6 +719,163 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out(const tile_args& a, float* o
         TURBO3_UNROLL
         for (int k = 0; k < rotation_column_values; ++k) store_output(a, dst, d + rotation_columns * k, u[k]);
       });
+}
+
+// ---- the online softmax on score fragments (where accumulators are A operands: NVIDIA) -----------
+
+// The softmax state of one of the rows a lane's fragments hold.
+struct mma_lane_row {
+  int end;                     // keys [0, end) may be visible
+  const platform::half* mask;  // the row's mask row (a padding row: the mask's first row, never used)
+  float slope;                 // ALiBi slope times log2 e
+};
+
+// The rows of this lane's fragments in warp `warp`'s 16 rows, and their running maxima and sums.
+// row_window_end(row, r): the keys row r (tile_row row) may see.
+template <class RowWindowEnd>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_init_lane_rows(const tile_args& a, int warp, int kv_head, int head_group,
+                                                        int q_tile, int seq, RowWindowEnd row_window_end,
+                                                        mma_lane_row (&rows)[platform::frag_acc_rows],
+                                                        float (&m_lane)[platform::frag_acc_rows],
+                                                        float (&l_lane)[platform::frag_acc_rows]) {
+  TURBO3_UNROLL
+  for (int rr = 0; rr < platform::frag_acc_rows; ++rr) {
+    const int r = warp * 16 + platform::frag_acc_row(2 * rr);
+    const tile_row lr = tile_row_of(a, r, kv_head, head_group, q_tile);
+    rows[rr] = {0, reinterpret_cast<const platform::half*>(a.mask), 0.0f};
+    if (lr.query >= 0) {
+      rows[rr].end = row_window_end(lr, r);
+      if (a.mask) {
+        rows[rr].mask = mask_row_of(a, lr, seq);
+        rows[rr].slope = platform::exp2_fast(alibi_slope_log2(a.max_bias, lr.head, a.n_head)) * log2e;
+      }
+    }
+    m_lane[rr] = -INFINITY;
+    l_lane[rr] = 0.0f;
+  }
+}
+
+// A running maximum (base 2) stays while a tile's scores exceed it by at most this much
+// (mma_fragment_softmax with LAZY): probabilities up to 2^8, well inside f16, and O is rescaled
+// only when a row's maximum jumps by more.
+inline constexpr float lazy_rescale_log2 = 8.0f;
+
+// The online softmax of one tile's scores s_acc (16 rows x 16 NK keys from key j0) on the
+// fragments: softcap, window and mask, the new running maxima, P (as A operands of P V) and the
+// lane's share of the running sums; rows whose maximum moved rescale O (o_acc).
+// LAZY: scores are tested against the window only in tiles that some row of the warp does not
+// see whole, and a row keeps its running maximum while the tile stays within lazy_rescale_log2 of
+// it (the output is the same: the sums and O share the maximum they were taken with).
+// Everything but the rescale of O: returns whether some row of the warp must rescale O by its
+// alpha (warp-uniform).
+template <bool LAZY, int NK>
+TURBO3_DEVICE TURBO3_FORCEINLINE bool mma_fragment_probabilities(const tile_args& a, platform::frag_acc (&s_acc)[NK],
+                                                                const mma_lane_row (&lane_rows)[platform::frag_acc_rows],
+                                                                float (&m_lane)[platform::frag_acc_rows],
+                                                                float (&l_lane)[platform::frag_acc_rows],
+                                                                platform::frag_a (&pa)[NK], int j0,
+                                                                float (&alpha)[platform::frag_acc_rows]) {
+  using platform::frag_acc;
+  constexpr int R = platform::frag_acc_rows;
+  const int last_key = a.n_kv - 1;
+  float mx[R];
+  TURBO3_UNROLL
+  for (int rr = 0; rr < R; ++rr) mx[rr] = -INFINITY;
+  // Softcap, window and mask per score, in branch-free variants chosen once per tile (warp-
+  // uniform): with or without the softcap; with the mask (whose loads are unconditional: padding
+  // rows read the mask's first row and keys past n_kv its last column, and the window hides both),
+  // else with the window, or with nothing where every row of the warp sees every key of the tile
+  // (then no score is -inf, and the probabilities need no test either).
+  bool windowed = true;
+  if constexpr (LAZY) {
+    windowed = false;
+    TURBO3_UNROLL
+    for (int rr = 0; rr < R; ++rr) windowed = windowed || j0 + 16 * NK > lane_rows[rr].end;
+    windowed = platform::any_in_warp(windowed);
+  }
+  auto scores = [&](auto masked, auto capped, auto window) {
+    TURBO3_UNROLL
+    for (int n = 0; n < NK; ++n)
+      TURBO3_UNROLL
+      for (int i = 0; i < frag_acc::elements; ++i) {
+        const int rr = platform::frag_acc_row_slot(i);
+        const int j = j0 + n * 16 + platform::frag_acc_col(i);
+        float v = s_acc[n].x[i];
+        if constexpr (decltype(capped)::value) v = a.softcap_post * platform::tanh_fast(v);
+        if constexpr (decltype(masked)::value || decltype(window)::value) {
+          bool visible = j < lane_rows[rr].end;
+          if constexpr (decltype(masked)::value) {
+            const float mv = platform::half_to_float(lane_rows[rr].mask[min(j, last_key)]);
+            visible = visible && mv != -INFINITY;
+            v += lane_rows[rr].slope * mv;
+          }
+          v = visible ? v : -INFINITY;
+        }
+        s_acc[n].x[i] = v;
+        mx[rr] = fmaxf(mx[rr], v);
+      }
+  };
+  using yes = std::true_type;
+  using no = std::false_type;
+  if (a.mask) {
+    if (a.softcap_post != 0.0f) scores(yes{}, yes{}, yes{});
+    else scores(yes{}, no{}, yes{});
+  } else if (a.softcap_post != 0.0f) {
+    if (!LAZY || windowed) scores(no{}, yes{}, yes{});
+    else scores(no{}, yes{}, no{});
+  } else if (!LAZY || windowed) {
+    scores(no{}, no{}, yes{});
+  } else {
+    scores(no{}, no{}, no{});
+  }
+  TURBO3_UNROLL
+  for (int rr = 0; rr < R; ++rr) {
+    float m_new = fmaxf(m_lane[rr], platform::frag_row_max(mx[rr]));
+    if constexpr (LAZY) m_new = m_new <= m_lane[rr] + lazy_rescale_log2 ? m_lane[rr] : m_new;
+    alpha[rr] = m_new == -INFINITY ? 1.0f : platform::exp2_fast(m_lane[rr] - m_new);
+    m_lane[rr] = m_new;
+    l_lane[rr] *= alpha[rr];
+  }
+  auto probabilities = [&](auto finite) {
+    TURBO3_UNROLL
+    for (int n = 0; n < NK; ++n) {
+      TURBO3_UNROLL
+      for (int i = 0; i < frag_acc::elements; ++i) {
+        const int rr = platform::frag_acc_row_slot(i);
+        const float v = s_acc[n].x[i];
+        const float p = (decltype(finite)::value || v != -INFINITY) ? platform::exp2_fast(v - m_lane[rr]) : 0.0f;
+        s_acc[n].x[i] = p;
+        l_lane[rr] += p;  // this lane's share; the lanes of a row add theirs in the epilogue
+      }
+      platform::frag_a_from_acc(pa[n], s_acc[n]);
+    }
+  };
+  if (!LAZY || a.mask || windowed) probabilities(no{});
+  else probabilities(yes{});
+  bool rescale = false;  // rare once the maxima settle: skip the pass over O when no row's moved
+  TURBO3_UNROLL
+  for (int rr = 0; rr < R; ++rr) rescale = rescale || alpha[rr] != 1.0f;
+  return platform::any_in_warp(rescale);
+}
+
+template <int ND>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_rescale_rows(platform::frag_acc (&o_acc)[ND],
+                                                      const float (&alpha)[platform::frag_acc_rows]) {
+  TURBO3_UNROLL
+  for (int n = 0; n < ND; ++n)
+    TURBO3_UNROLL
+    for (int i = 0; i < platform::frag_acc::elements; ++i) o_acc[n].x[i] *= alpha[platform::frag_acc_row_slot(i)];
+}
+
+template <bool LAZY, int NK, int ND>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_fragment_softmax(const tile_args& a, platform::frag_acc (&s_acc)[NK],
+                                                          const mma_lane_row (&lane_rows)[platform::frag_acc_rows],
+                                                          float (&m_lane)[platform::frag_acc_rows],
+                                                          float (&l_lane)[platform::frag_acc_rows],
+                                                          platform::frag_a (&pa)[NK], platform::frag_acc (&o_acc)[ND],
+                                                          int j0) {
+  float alpha[platform::frag_acc_rows];
+  if (mma_fragment_probabilities<LAZY>(a, s_acc, lane_rows, m_lane, l_lane, pa, j0, alpha)) mma_rescale_rows(o_acc, alpha);
 }
 
 // ---- the kernel ----------------------------------------------------------------------------------
@@ -740,20 +904,17 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   const int seq = static_cast<int>(blockIdx.z);
   const turbo3_lut lut = lut_for<KL, VL>(a.lut);
 
-  int kv_end = a.n_kv;
-  if (a.causal) {
-    const int last_query = min(a.n_q - 1, q_tile * a.ncols + a.ncols - 1);
-    kv_end = max(0, min(a.n_kv, last_query + a.n_kv - a.n_q + 1));
-  }
+  int kv_end = prefill_kv_end(a, q_tile);
   const char* const k_head = a.k + kv_head * a.k_nb2 + seq * a.k_nb3;
   const char* const v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
 
   // ---- Q: prescaled, rotated when asked, to f16 in K's slot order --------------------------------
-  mma_load_q<D, KL, C>(a, q16, q_stage, kv_head, head_group, q_tile, seq, tid);
+  mma_load_q<D, KL, C>(a, [&](int r, int d) { return q16 + r * C::ldq + d; }, q_stage, kv_head, head_group, q_tile, seq,
+                       tid);
   platform::sync_threads();  // the staging area is reused by the K/V tiles
 
   // ---- keys the mask hides from every row of a tile are never loaded (mask_row_visible_end) ------
-  auto window_end = [&](const tile_row& row) { return a.causal ? min(kv_end, row.query + a.n_kv - a.n_q + 1) : kv_end; };
+  auto window_end = [&](const tile_row& row) { return prefill_window_end(a, row, kv_end); };
   int* const mask_end_s = reinterpret_cast<int*>(row_s);  // [rows], free until the first tile
   if (a.mask) kv_end = mask_visible_ends<C::rows, C::threads>(a, kv_head, head_group, q_tile, seq, tid, mask_end_s, window_end);
   // A row's window: its causal end, and with a mask its visible end.
@@ -782,30 +943,9 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   // each lane keeps the state of the R rows its fragments hold (running maximum; its own share of
   // the running sum, added across the row's lanes at the end).
   constexpr int R = platform::frag_acc_rows;
-  struct lane_row {
-    int end;
-    const platform::half* mask;
-    float slope;
-  };
-  lane_row lane_rows[R];
+  mma_lane_row lane_rows[R];
   float m_lane[R], l_lane[R];
-  const int last_key = a.n_kv - 1;
-  TURBO3_UNROLL
-  for (int rr = 0; rr < R; ++rr) {
-    const int r = warp * 16 + platform::frag_acc_row(2 * rr);
-    const tile_row lr = tile_row_of(a, r, kv_head, head_group, q_tile);
-    // A padding row reads the mask's first row (never used: its window is empty).
-    lane_rows[rr] = {0, reinterpret_cast<const platform::half*>(a.mask), 0.0f};
-    if (lr.query >= 0) {
-      lane_rows[rr].end = row_window_end(lr, r);
-      if (a.mask) {
-        lane_rows[rr].mask = mask_row_of(a, lr, seq);
-        lane_rows[rr].slope = platform::exp2_fast(alibi_slope_log2(a.max_bias, lr.head, a.n_head)) * log2e;
-      }
-    }
-    m_lane[rr] = -INFINITY;
-    l_lane[rr] = 0.0f;
-  }
+  mma_init_lane_rows(a, warp, kv_head, head_group, q_tile, seq, row_window_end, lane_rows, m_lane, l_lane);
 
   float* const s_w = s_all + warp * 16 * C::lds;
   uint16_t* const p_w = p_all + warp * 16 * C::ldp;
@@ -929,72 +1069,8 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
 
       if constexpr (platform::frag_acc_is_a) {
         // ---- online softmax on the accumulators; P becomes the A operand in registers ------------
-        float mx[R], alpha[R];
-        TURBO3_UNROLL
-        for (int rr = 0; rr < R; ++rr) mx[rr] = -INFINITY;
-        // Softcap, window and mask per score, in one of three branch-free variants chosen once per
-        // tile (kernel-uniform): the causal window alone, with the softcap, with the mask (whose
-        // loads are unconditional: padding rows read the mask's first row and keys past n_kv its
-        // last column, and the window hides both).
-        auto scores = [&](auto masked, auto capped) {
-          TURBO3_UNROLL
-          for (int n = 0; n < C::n_tiles_k; ++n)
-            TURBO3_UNROLL
-            for (int i = 0; i < frag_acc::elements; ++i) {
-              const int rr = platform::frag_acc_row_slot(i);
-              const int j = j0 + n * 16 + platform::frag_acc_col(i);
-              float v = s_acc[n].x[i];
-              if constexpr (decltype(capped)::value) v = a.softcap_post * platform::tanh_fast(v);
-              bool visible = j < lane_rows[rr].end;
-              if constexpr (decltype(masked)::value) {
-                const float mv = platform::half_to_float(lane_rows[rr].mask[min(j, last_key)]);
-                visible = visible && mv != -INFINITY;
-                v += lane_rows[rr].slope * mv;
-              }
-              v = visible ? v : -INFINITY;
-              s_acc[n].x[i] = v;
-              mx[rr] = fmaxf(mx[rr], v);
-            }
-        };
-        using yes = std::true_type;
-        using no = std::false_type;
-        if (a.mask) {
-          if (a.softcap_post != 0.0f) scores(yes{}, yes{});
-          else scores(yes{}, no{});
-        } else if (a.softcap_post != 0.0f) {
-          scores(no{}, yes{});
-        } else {
-          scores(no{}, no{});
-        }
-        TURBO3_UNROLL
-        for (int rr = 0; rr < R; ++rr) {
-          const float m_new = fmaxf(m_lane[rr], platform::frag_row_max(mx[rr]));
-          alpha[rr] = m_new == -INFINITY ? 1.0f : platform::exp2_fast(m_lane[rr] - m_new);
-          m_lane[rr] = m_new;
-          l_lane[rr] *= alpha[rr];
-        }
         frag_a pa[C::n_tiles_k];
-        TURBO3_UNROLL
-        for (int n = 0; n < C::n_tiles_k; ++n) {
-          TURBO3_UNROLL
-          for (int i = 0; i < frag_acc::elements; ++i) {
-            const int rr = platform::frag_acc_row_slot(i);
-            const float v = s_acc[n].x[i];
-            const float p = v == -INFINITY ? 0.0f : platform::exp2_fast(v - m_lane[rr]);
-            s_acc[n].x[i] = p;
-            l_lane[rr] += p;  // this lane's share; the lanes of a row add theirs in the epilogue
-          }
-          platform::frag_a_from_acc(pa[n], s_acc[n]);
-        }
-        bool rescale = false;  // rare once the maxima settle: skip the pass over O when no row's moved
-        TURBO3_UNROLL
-        for (int rr = 0; rr < R; ++rr) rescale = rescale || alpha[rr] != 1.0f;
-        if (platform::any_in_warp(rescale)) {
-          TURBO3_UNROLL
-          for (int n = 0; n < C::n_tiles_d; ++n)
-            TURBO3_UNROLL
-            for (int i = 0; i < frag_acc::elements; ++i) o_acc[n].x[i] *= alpha[platform::frag_acc_row_slot(i)];
-        }
+        mma_fragment_softmax<false>(a, s_acc, lane_rows, m_lane, l_lane, pa, o_acc, j0);
         TURBO3_UNROLL
         for (int n = 0; n < C::n_tiles_d; ++n)
           TURBO3_UNROLL
@@ -1098,28 +1174,19 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   platform::async_wait<0>();  // nothing may land in shared memory the epilogue reuses
 
   // ---- epilogue: sink, normalization, natural order, un-rotation, store ---------------------------
-  // 1 / (sum + sink term), scaled to the common maximum; 0 for a row that saw no key (sink or not).
-  auto row_factor = [&](const tile_row& row, float m, float l) {
-    if (m == -INFINITY) return 0.0f;
-    const float sink = (a.sinks && row.query >= 0) ? a.sinks[row.head] * log2e : -INFINITY;
-    const float m_all = fmaxf(m, sink);
-    const float keep = platform::exp2_fast(m - m_all);
-    const float denom = l * keep + (sink == -INFINITY ? 0.0f : platform::exp2_fast(sink - m_all));
-    return keep / denom;
-  };
   float lane_factor[R];
   if constexpr (platform::frag_acc_is_a) {
     TURBO3_UNROLL
     for (int rr = 0; rr < R; ++rr) {
       const tile_row lr = tile_row_of(a, warp * 16 + platform::frag_acc_row(2 * rr), kv_head, head_group, q_tile);
-      lane_factor[rr] = row_factor(lr, m_lane[rr], platform::frag_row_sum(l_lane[rr]));
+      lane_factor[rr] = prefill_row_factor(a, lr, m_lane[rr], platform::frag_row_sum(l_lane[rr]));
     }
     // No shared memory: this warp stores its rows on its own.
     if (a.unrotate_out) mma_store_out_fragments<D, VL, C>(a, o_acc, lane_factor, kv_head, head_group, q_tile, seq, tid);
     else mma_store_out_plain_fragments<D, VL, C>(a, o_acc, lane_factor, kv_head, head_group, q_tile, seq, tid);
     return;
   } else {
-    if (sm_sub == 0) row_s[my_row] = row_factor(srow, m_run, l_run);
+    if (sm_sub == 0) row_s[my_row] = prefill_row_factor(a, srow, m_run, l_run);
   }
   platform::sync_threads();  // also: every warp is past its last read of the tiles out_s overlaps
   {
@@ -1220,16 +1287,6 @@ inline status launch_mma(const attention_params& p, hipStream_t stream) {
     default:
       return status::unsupported;
   }
-}
-
-// The MMA route of flash_attention for validated params (no workspace at all).
-template <class Allocator>
-status run_mma(const attention_params& p, Allocator& allocator, hipStream_t stream) {
-  status s = mma_supported(p);
-  if (s != status::ok) return s;
-  s = check_capture(allocator, stream);
-  if (s != status::ok) return s;
-  return launch_mma(p, stream);
 }
 
 }  // namespace detail

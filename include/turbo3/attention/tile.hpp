@@ -163,6 +163,30 @@ TURBO3_DEVICE TURBO3_FORCEINLINE tile_row tile_row_of(const tile_args& a, int r,
   return {active ? i : -1, kv_head * a.gqa + g};
 }
 
+// The keys a work-group of query tile q_tile can see: with causal, none past its last query's
+// diagonal.
+TURBO3_DEVICE TURBO3_FORCEINLINE int prefill_kv_end(const tile_args& a, int q_tile) {
+  if (!a.causal) return a.n_kv;
+  const int last_query = min(a.n_q - 1, q_tile * a.ncols + a.ncols - 1);
+  return max(0, min(a.n_kv, last_query + a.n_kv - a.n_q + 1));
+}
+
+// A row's window end before the mask: its causal diagonal, within the work-group's kv_end.
+TURBO3_DEVICE TURBO3_FORCEINLINE int prefill_window_end(const tile_args& a, const tile_row& row, int kv_end) {
+  return a.causal ? min(kv_end, row.query + a.n_kv - a.n_q + 1) : kv_end;
+}
+
+// A row's output factor from its running maximum m and sum l (base 2): 1 / (sum + sink term),
+// scaled to the common maximum; 0 for a row that saw no key (sink or not).
+TURBO3_DEVICE TURBO3_FORCEINLINE float prefill_row_factor(const tile_args& a, const tile_row& row, float m, float l) {
+  if (m == -INFINITY) return 0.0f;
+  const float sink = (a.sinks && row.query >= 0) ? a.sinks[row.head] * log2e : -INFINITY;
+  const float m_all = fmaxf(m, sink);
+  const float keep = platform::exp2_fast(m - m_all);
+  const float denom = l * keep + (sink == -INFINITY ? 0.0f : platform::exp2_fast(sink - m_all));
+  return keep / denom;
+}
+
 // The mask row of a (query, head) row; a.mask must be set and row.query >= 0.
 TURBO3_DEVICE TURBO3_FORCEINLINE const platform::half* mask_row_of(const tile_args& a, const tile_row& row, int seq) {
   return reinterpret_cast<const platform::half*>(a.mask + row.query * a.mask_nb1 + (row.head % a.mask_ne2) * a.mask_nb2 +
@@ -380,12 +404,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
   const int seq = static_cast<int>(blockIdx.z);
   const turbo3_lut lut = lut_for<KL, VL>(a.lut);
 
-  // Keys this work-group can see: with causal, nothing past its last query's diagonal.
-  int kv_end = a.n_kv;
-  if (a.causal) {
-    const int last_query = min(a.n_q - 1, q_tile * a.ncols + a.ncols - 1);
-    kv_end = max(0, min(a.n_kv, last_query + a.n_kv - a.n_q + 1));
-  }
+  int kv_end = prefill_kv_end(a, q_tile);
   const char* const k_head = a.k + kv_head * a.k_nb2 + seq * a.k_nb3;
   const char* const v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
 
@@ -397,7 +416,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
   }
 
   // ---- keys the mask hides from every row of a tile are never loaded (mask_row_visible_end) ------
-  auto window_end = [&](const tile_row& row) { return a.causal ? min(kv_end, row.query + a.n_kv - a.n_q + 1) : kv_end; };
+  auto window_end = [&](const tile_row& row) { return prefill_window_end(a, row, kv_end); };
   int* const mask_end_s = reinterpret_cast<int*>(s_s);  // [rows], free until the first tile
   if (a.mask) kv_end = mask_visible_ends<C::rows, C::threads>(a, kv_head, head_group, q_tile, seq, tid, mask_end_s, window_end);
 
@@ -591,17 +610,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
   }
 
   // ---- epilogue: sink, normalization, un-rotation, store ------------------------------------------
-  if (sm_sub == 0) {
-    float factor = 0.0f;  // a row that saw no key outputs zeros, sink or not
-    if (m_run != -INFINITY) {
-      const float sink = (a.sinks && srow.query >= 0) ? a.sinks[srow.head] * log2e : -INFINITY;
-      const float m_all = fmaxf(m_run, sink);
-      const float keep = platform::exp2_fast(m_run - m_all);
-      const float denom = l_run * keep + (sink == -INFINITY ? 0.0f : platform::exp2_fast(sink - m_all));
-      factor = keep / denom;
-    }
-    row_s[sm_row] = factor;
-  }
+  if (sm_sub == 0) row_s[sm_row] = prefill_row_factor(a, srow, m_run, l_run);
   platform::sync_threads();
   {
     const int r0 = o_y * C::o_rows;

@@ -49,6 +49,15 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void async_copy(async_destination dst, const vo
 #endif
 }
 
+// 16 bytes from global, or 16 zero bytes where !valid (src must still be a valid address).
+TURBO3_DEVICE TURBO3_FORCEINLINE void async_copy16_or_zero(async_destination dst, const void* global_src, bool valid) {
+#if TURBO3_HAS_CP_ASYNC
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(global_src), "r"(valid ? 16 : 0));
+#else
+  *reinterpret_cast<uint4*>(dst) = valid ? *static_cast<const uint4*>(global_src) : make_uint4(0, 0, 0, 0);
+#endif
+}
+
 // The first 2 bytes of a word from global, the other 2 zero-filled: a row's last half word is
 // copied without reading past the row. Both addresses 4-byte aligned.
 TURBO3_DEVICE TURBO3_FORCEINLINE void async_copy2_of4(async_destination dst, const void* global_src) {

@@ -1,0 +1,208 @@
+// Warpgroup matrix multiplies: the four warps of a warpgroup (128 threads) multiply a 64 x 16 f16
+// tile A by a 16 x 64 f16 tile B read straight from shared memory into a 64 x 64 f32 accumulator,
+// asynchronously (issue, commit, wait). Kernels see only these names:
+//
+//   has_warpgroup_mma                 whether the target being compiled has them (NVIDIA sm_90a)
+//   wg_operand(p, lbo, sbo)           a shared-memory operand without swizzle (below)
+//   wg_operand_swizzled(p, sbo)       one with the 128-byte swizzle
+//   wg_offset(desc, bytes)            the operand `bytes` further on
+//   wg_mma_rs<TransB>(acc, a, b, acc_in)  acc (+)= A B, A from registers (frag_a layout of the
+//                                     warp's 16 rows), B from shared memory
+//   wg_mma_ss<TransB>(acc, a, b, acc_in)  both from shared memory
+//   wg_fence()                        before the first multiply of a batch: orders earlier register
+//                                     writes (accumulators, A) before the multiplies read them
+//   wg_commit(), wg_wait<N>()         close a batch; wait until at most N batches are in flight
+//   wg_hold(acc)                      ties the accumulators to the last wait (reads stay after it)
+//   shared_address_of(p)              the shared-memory address of a pointer into shared memory
+//   shared_writes_to_async()          orders this thread's ordinary shared-memory writes before
+//                                     later multiplies read them (with a barrier in between)
+//
+// Accumulator: warp w of the warpgroup holds rows 16 w .. 16 w + 15, as four frag_acc tiles of 16
+// columns (platform/fragment.hpp's NVIDIA layout): acc[n].x[i] is row 16 w + frag_acc_row(i),
+// column 16 n + frag_acc_col(i).
+//
+// Shared-memory operands (no swizzle): 8 x 8 core matrices of 16-byte rows, 128 contiguous bytes
+// each. TransB = false (B stored as N rows with K contiguous, like A): lbo is the byte distance
+// between core matrices along K, sbo along M / N. TransB = true (B stored as K rows with N
+// contiguous): sbo is the distance between core matrices along N, lbo along K.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "turbo3/platform/device.hpp"
+#include "turbo3/platform/fragment.hpp"
+
+#if TURBO3_HAS_RUNTIME
+
+#if defined(TURBO3_PLATFORM_CUDA) && defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define TURBO3_WARPGROUP_MMA 1
+#endif
+
+namespace turbo3 {
+namespace platform {
+
+#if defined(TURBO3_WARPGROUP_MMA)
+inline constexpr bool has_warpgroup_mma = true;
+#else
+inline constexpr bool has_warpgroup_mma = false;
+#endif
+
+// The shared-memory address of a pointer into shared memory.
+TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t shared_address_of(const void* p) {
+#if defined(TURBO3_PLATFORM_CUDA) && defined(__CUDA_ARCH__)
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+#else
+  return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p));
+#endif
+}
+
+// Matrix descriptor: start address, leading and stride byte offsets (all in 16-byte units) and
+// the layout (bits 62-63: 0 no swizzle, 1 the 128-byte swizzle).
+TURBO3_DEVICE TURBO3_FORCEINLINE uint64_t wg_descriptor(const void* p, uint32_t lbo, uint32_t sbo, uint32_t layout) {
+#if defined(TURBO3_WARPGROUP_MMA)
+  const uint32_t s = shared_address_of(p);
+  return static_cast<uint64_t>((s & 0x3FFFFu) >> 4) | (static_cast<uint64_t>((lbo >> 4) & 0x3FFFu) << 16) |
+         (static_cast<uint64_t>((sbo >> 4) & 0x3FFFu) << 32) | (static_cast<uint64_t>(layout) << 62);
+#else
+  (void)p; (void)lbo; (void)sbo; (void)layout;
+  return 0;
+#endif
+}
+TURBO3_DEVICE TURBO3_FORCEINLINE uint64_t wg_operand(const void* p, uint32_t lbo, uint32_t sbo) {
+  return wg_descriptor(p, lbo, sbo, 0);
+}
+// The operand `bytes` further on (a multiple of 16; the address stays below 256 KB).
+TURBO3_DEVICE TURBO3_FORCEINLINE uint64_t wg_offset(uint64_t desc, int bytes) {
+  return desc + static_cast<uint64_t>(bytes >> 4);
+}
+// A 128-byte-swizzled operand: rows of 128 bytes (64 f16), the 16-byte piece k of row r stored at
+// piece k ^ (r % 8) of its row, in 1024-byte aligned atoms of 8 rows; sbo: the distance between
+// 8-row groups (along M / N for K-major operands, along K for TransB ones). p may point up to 96
+// bytes into a row (the k-th 16-value step of a 64-value panel starts 32 k bytes in).
+TURBO3_DEVICE TURBO3_FORCEINLINE uint64_t wg_operand_swizzled(const void* p, uint32_t sbo) {
+  return wg_descriptor(p, 16, sbo, 1);
+}
+
+#if defined(TURBO3_WARPGROUP_MMA)
+#define TURBO3_WG_ACC32                                                                                          \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, " \
+  "%23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define TURBO3_WG_ACC_OPS(c)                                                                                     \
+  "+f"(c[0].x[0]), "+f"(c[0].x[1]), "+f"(c[0].x[2]), "+f"(c[0].x[3]), "+f"(c[0].x[4]), "+f"(c[0].x[5]),        \
+      "+f"(c[0].x[6]), "+f"(c[0].x[7]), "+f"(c[1].x[0]), "+f"(c[1].x[1]), "+f"(c[1].x[2]), "+f"(c[1].x[3]),    \
+      "+f"(c[1].x[4]), "+f"(c[1].x[5]), "+f"(c[1].x[6]), "+f"(c[1].x[7]), "+f"(c[2].x[0]), "+f"(c[2].x[1]),    \
+      "+f"(c[2].x[2]), "+f"(c[2].x[3]), "+f"(c[2].x[4]), "+f"(c[2].x[5]), "+f"(c[2].x[6]), "+f"(c[2].x[7]),    \
+      "+f"(c[3].x[0]), "+f"(c[3].x[1]), "+f"(c[3].x[2]), "+f"(c[3].x[3]), "+f"(c[3].x[4]), "+f"(c[3].x[5]),    \
+      "+f"(c[3].x[6]), "+f"(c[3].x[7])
+#endif
+
+// acc (+)= A B: A (64 x 16) from registers, this warp's 16 rows in the frag_a layout; B (16 x 64)
+// from shared memory. accumulate = false overwrites acc.
+template <bool TransB>
+TURBO3_DEVICE TURBO3_FORCEINLINE void wg_mma_rs(frag_acc (&acc)[4], const frag_a& a, uint64_t b, bool accumulate) {
+#if defined(TURBO3_WARPGROUP_MMA)
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %38, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " TURBO3_WG_ACC32
+      ", {%32, %33, %34, %35}, %36, p, 1, 1, %37;\n}\n"
+      : TURBO3_WG_ACC_OPS(acc)
+      : "r"(a.x[0]), "r"(a.x[1]), "r"(a.x[2]), "r"(a.x[3]), "l"(b), "n"(TransB ? 1 : 0), "r"(accumulate ? 1 : 0));
+#else
+  (void)acc; (void)a; (void)b; (void)accumulate;
+  __builtin_trap();  // never launched: has_warpgroup_mma routes other targets elsewhere
+#endif
+}
+
+// acc (+)= A B, both from shared memory (A stored as M rows with K contiguous).
+template <bool TransB>
+TURBO3_DEVICE TURBO3_FORCEINLINE void wg_mma_ss(frag_acc (&acc)[4], uint64_t a, uint64_t b, bool accumulate) {
+#if defined(TURBO3_WARPGROUP_MMA)
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %35, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " TURBO3_WG_ACC32
+      ", %32, %33, p, 1, 1, 0, %34;\n}\n"
+      : TURBO3_WG_ACC_OPS(acc)
+      : "l"(a), "l"(b), "n"(TransB ? 1 : 0), "r"(accumulate ? 1 : 0));
+#else
+  (void)acc; (void)a; (void)b; (void)accumulate;
+  __builtin_trap();
+#endif
+}
+
+TURBO3_DEVICE TURBO3_FORCEINLINE void wg_fence() {
+#if defined(TURBO3_WARPGROUP_MMA)
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+TURBO3_DEVICE TURBO3_FORCEINLINE void wg_commit() {
+#if defined(TURBO3_WARPGROUP_MMA)
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+template <int N>
+TURBO3_DEVICE TURBO3_FORCEINLINE void wg_wait() {
+#if defined(TURBO3_WARPGROUP_MMA)
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+// An empty statement that reads and writes every accumulator register: placed right after a wait
+// (and before a fence), it keeps the compiler from moving accumulator reads or writes across it.
+template <int N>
+TURBO3_DEVICE TURBO3_FORCEINLINE void wg_hold(frag_acc (&acc)[N]) {
+#if defined(TURBO3_WARPGROUP_MMA)
+  TURBO3_UNROLL
+  for (int n = 0; n < N; ++n)
+    TURBO3_UNROLL
+    for (int i = 0; i < frag_acc::elements; ++i) asm volatile("" : "+f"(acc[n].x[i])::"memory");
+#else
+  (void)acc;
+#endif
+}
+TURBO3_DEVICE TURBO3_FORCEINLINE void wg_hold(frag_a& a) {
+#if defined(TURBO3_WARPGROUP_MMA)
+  TURBO3_UNROLL
+  for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(a.x[i])::"memory");
+#else
+  (void)a;
+#endif
+}
+
+TURBO3_DEVICE TURBO3_FORCEINLINE void shared_writes_to_async() {
+#if defined(TURBO3_WARPGROUP_MMA)
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+#undef TURBO3_WG_ACC32
+#undef TURBO3_WG_ACC_OPS
+
+// Whether device `device` runs this build's warpgroup kernels: an sm_90 device (the instructions
+// exist only for sm_90a) in a build whose device code targets sm_90a, which the build says by
+// defining TURBO3_WARPGROUP_MMA_BUILT (a host pass cannot see the device passes' targets). Read
+// once per device (the attribute query is not a stream operation: legal under capture).
+inline bool warpgroup_mma_available(int device) {
+#if defined(TURBO3_PLATFORM_CUDA) && defined(TURBO3_WARPGROUP_MMA_BUILT)
+  static std::atomic<int> cache[64] = {};  // 0: unknown, 1: no, 2: yes
+  if (device < 0 || device >= 64) return false;
+  int v = cache[device].load(std::memory_order_relaxed);
+  if (v == 0) {
+    int major = 0, minor = 0;
+    const bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+                    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess;
+    if (!ok) (void)cudaGetLastError();
+    v = ok && major == 9 && minor == 0 ? 2 : 1;
+    cache[device].store(v, std::memory_order_relaxed);
+  }
+  return v == 2;
+#else
+  (void)device;
+  return false;
+#endif
+}
+
+}  // namespace platform
+}  // namespace turbo3
+
+#endif  // TURBO3_HAS_RUNTIME
