@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "turbo3/platform/fragment.hpp"
+#include "turbo3/platform/warpgroup_mma.hpp"
 
 using namespace turbo3;
 using turbo3_test::attention_case;
@@ -97,7 +98,101 @@ TURBO3_GLOBAL void fragment_test_kernel(const uint16_t* a, const uint16_t* bt, f
   }
 }
 
+// The warpgroup multiply and its 128-byte-swizzled operands, as the warpgroup kernel lays them out:
+// A [64][16] and B^T [64][16] (K-major, the 16 values at columns 16 s .. 16 s + 15 of a 64-column
+// panel, the descriptor s * 32 bytes into the rows), and B [16][64] as K rows (TransB). Variant v:
+// 0..3 both from shared memory at step s = v; 4: A from registers (frag_a layout of each warp's 16
+// rows), B as K rows. Each result is 2 A B (a multiply that overwrites, then one that accumulates),
+// written at its (row, col) from the frag_acc layout and counted.
+TURBO3_GLOBAL void warpgroup_test_kernel(const uint16_t* a, const uint16_t* bt, float* d, int* hits, int variant) {
+  __shared__ __align__(1024) unsigned char a_s[64 * 128];
+  __shared__ __align__(1024) unsigned char b_s[64 * 128];
+  auto swizzled = [](int r, int c) { return r * 128 + (((c / 8) ^ (r % 8)) * 16) + (c % 8) * 2; };
+  const int tid = static_cast<int>(threadIdx.x), step = variant < 4 ? variant : 0;
+  for (int i = tid; i < 64 * 16; i += 128) {
+    const int r = i / 16, k = i % 16;
+    *reinterpret_cast<uint16_t*>(a_s + swizzled(r, 16 * step + k)) = a[i];
+    if (variant < 4) *reinterpret_cast<uint16_t*>(b_s + swizzled(r, 16 * step + k)) = bt[i];  // B^T[n][k]
+    else *reinterpret_cast<uint16_t*>(b_s + swizzled(k, r)) = bt[i];                             // B[k][n]
+  }
+  platform::shared_writes_to_async();
+  __syncthreads();
+  if constexpr (platform::has_warpgroup_mma) {
+    const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+    auto pair = [&](int r, int k) { return static_cast<uint32_t>(a[r * 16 + k]) | (static_cast<uint32_t>(a[r * 16 + k + 1]) << 16); };
+    const platform::frag_a fa{{pair(16 * warp + g, 2 * t), pair(16 * warp + g + 8, 2 * t), pair(16 * warp + g, 2 * t + 8),
+                               pair(16 * warp + g + 8, 2 * t + 8)}};
+    platform::frag_acc acc[4];
+    for (int rep = 0; rep < 2; ++rep) {
+      platform::wg_hold(acc);
+      platform::wg_fence();
+      if (variant < 4)
+        platform::wg_mma_ss<false>(acc, platform::wg_operand_swizzled(a_s + 32 * step, 1024),
+                                   platform::wg_operand_swizzled(b_s + 32 * step, 1024), rep > 0);
+      else
+        platform::wg_mma_rs<true>(acc, fa, platform::wg_operand_swizzled(b_s, 1024), rep > 0);
+      platform::wg_commit();
+      platform::wg_wait<0>();
+      platform::wg_hold(acc);
+    }
+    for (int n = 0; n < 4; ++n)
+      for (int i = 0; i < platform::frag_acc::elements; ++i) {
+        const int r = 16 * warp + platform::frag_acc_row(i), col = 16 * n + platform::frag_acc_col(i);
+        d[r * 64 + col] = acc[n].x[i];
+        atomicAdd(hits + r * 64 + col, 1);
+      }
+  }
+}
+
 }  // namespace
+
+TEST_CASE("warpgroup multiply: 64x64x16 from 128-byte-swizzled shared memory (four steps into a panel) and with A from registers, every element at its coordinates", "[mma]") {
+  int device = 0;
+  TURBO3_CHECK_HIP(hipGetDevice(&device));
+  if (!platform::warpgroup_mma_available(device)) {
+    WARN("skipped: no warpgroup multiplies on this device or in this build");
+    return;
+  }
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x9a61);
+  std::uniform_int_distribution<int> small(-8, 8);  // exact in fp16 and in the f32 sums
+  std::vector<uint16_t> a(1024), bt(1024);
+  std::vector<float> af(1024), bf(1024);
+  for (int i = 0; i < 1024; ++i) {
+    af[i] = static_cast<float>(small(rng)) * 0.25f;  // A [64][16]
+    bf[i] = static_cast<float>(small(rng)) * 0.5f;   // B^T [64][16]
+    a[i] = fp16_from_float(af[i]);
+    bt[i] = fp16_from_float(bf[i]);
+  }
+  device_buffer da(2048), db(2048), dd(4 * 4096), dh(4 * 4096);
+  da.upload(a.data(), 2048);
+  db.upload(bt.data(), 2048);
+  for (int variant = 0; variant < 5; ++variant) {
+    INFO("variant " << variant);
+    dd.poison();
+    TURBO3_CHECK_HIP(hipMemset(dh.ptr, 0, 4 * 4096));
+    warpgroup_test_kernel<<<1, 128>>>(da.as<uint16_t>(), db.as<uint16_t>(), dd.as<float>(), dh.as<int>(), variant);
+    TURBO3_CHECK_HIP(hipGetLastError());
+    TURBO3_CHECK_HIP(hipDeviceSynchronize());
+    std::vector<float> d(4096);
+    std::vector<int> hits(4096);
+    dd.download(d.data(), 4 * 4096);
+    dh.download(hits.data(), 4 * 4096);
+    int bad = 0;
+    for (int m = 0; m < 64; ++m)
+      for (int n = 0; n < 64; ++n) {
+        double want = 0;
+        for (int k = 0; k < 16; ++k) want += static_cast<double>(af[m * 16 + k]) * bf[n * 16 + k];
+        want *= 2;
+        if (hits[m * 64 + n] != 1 || d[m * 64 + n] != static_cast<float>(want)) {
+          if (bad < 8)
+            UNSCOPED_INFO("D[" << m << "][" << n << "] = " << d[m * 64 + n] << " want " << want << ", written "
+                               << hits[m * 64 + n] << " times");
+          ++bad;
+        }
+      }
+    CHECK(bad == 0);
+  }
+}
 
 TEST_CASE("fragment: one 16x16x16 multiply (B from its transpose and from its rows), every accumulator element at its coordinates", "[mma]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0xf4a9);

@@ -41,6 +41,8 @@
 // to shared memory in natural dimension order, are un-rotated there when asked, and stored. Tile
 // shapes come from a per-architecture-family table.
 //
+// On sm_90 devices of sm_90a builds, D = 256 with K and V of one type runs on warpgroup multiplies
+// instead (attention/mma_wg.hpp, which shares this file's Q load, softmax and output stores).
 // Status: measured on an H200 (tests/gpu/test_mma.cu, bench/RESULTS.md); AMD back-ends compile
 // without spills (tests/amd/RESOURCES.md) but have not run on AMD hardware.
 #pragma once
@@ -630,10 +632,10 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_fragments(const tile_args& a
   }
 }
 
-// Q into q16 [rows][ldq] as f16 in K's slot order, prescaled and, when asked, rotated. Items are
-// runs of 16 consecutive values of a row, in row order, so a warp reads contiguous stretches of whole
-// rows (2 KB at D = 256 with float32 Q). Without the rotation each thread converts its runs straight
-// into q16. With it the runs go to the float32 staging rows first; then, on NVIDIA, each thread
+// Q as f16 in K's slot order (q16_at(r, d): where value d of row r goes), prescaled and, when asked,
+// rotated. Items are runs of 16 consecutive values of a row, in row order, so a warp reads
+// contiguous stretches of whole rows (2 KB at D = 256 with float32 Q). Without the rotation each
+// thread converts its runs straight into q16. With it the runs go to the float32 staging rows first; then, on NVIDIA, each thread
 // rotates a whole 128-value group in registers (rotate_whole_groups) and writes it to q16; on AMD
 // (whole_group_rotation_fits) the first pass of the two-pass rotation runs on the runs as they
 // arrive and the second writes f16 straight into q16. The caller synchronizes before reading q16.
