@@ -120,11 +120,12 @@ TURBO3_GLOBAL void warpgroup_test_kernel(const uint16_t* a, const uint16_t* bt, 
   if constexpr (platform::has_warpgroup_mma) {
     const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
     auto pair = [&](int r, int k) { return static_cast<uint32_t>(a[r * 16 + k]) | (static_cast<uint32_t>(a[r * 16 + k + 1]) << 16); };
-    const platform::frag_a fa{{pair(16 * warp + g, 2 * t), pair(16 * warp + g + 8, 2 * t), pair(16 * warp + g, 2 * t + 8),
-                               pair(16 * warp + g + 8, 2 * t + 8)}};
+    platform::frag_a fa{{pair(16 * warp + g, 2 * t), pair(16 * warp + g + 8, 2 * t), pair(16 * warp + g, 2 * t + 8),
+                         pair(16 * warp + g + 8, 2 * t + 8)}};
     platform::frag_acc acc[4];
     for (int rep = 0; rep < 2; ++rep) {
       platform::wg_hold(acc);
+      platform::wg_hold(fa);
       platform::wg_fence();
       if (variant < 4)
         platform::wg_mma_ss<false>(acc, platform::wg_operand_swizzled(a_s + 32 * step, 1024),

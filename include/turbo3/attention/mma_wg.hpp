@@ -249,6 +249,23 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
   const uint64_t v_desc0 = platform::wg_operand_swizzled(v16_of(0), 1024);
   constexpr int kv_step = static_cast<int>(C::kv_bytes);  // from buffer 0 to buffer 1
   auto qk_offset = [](int ks, int rows) { return (ks / 4) * rows * 128 + (ks % 4) * 32; };
+  // S = Q K^T of the tile in buffer b; O += P V of the tile in buffer b. One commit group each.
+  auto issue_s = [&](frag_acc (&s_acc)[C::n_tiles_k], int b) {
+    TURBO3_UNROLL
+    for (int ks = 0; ks < C::n_tiles_d; ++ks)
+      platform::wg_mma_ss<false>(s_acc, platform::wg_offset(q_desc, qk_offset(ks, C::rows)),
+                                 platform::wg_offset(k_desc0, b * kv_step + qk_offset(ks, C::keys)), ks > 0);
+    platform::wg_commit();
+  };
+  auto issue_pv = [&](const frag_a (&p)[C::n_tiles_k], int b) {
+    TURBO3_UNROLL
+    for (int nb = 0; nb < C::panels; ++nb)
+      TURBO3_UNROLL
+      for (int ks = 0; ks < C::n_tiles_k; ++ks)
+        platform::wg_mma_rs<true>(o_panel(nb), p[ks],
+                                  platform::wg_offset(v_desc0, b * kv_step + nb * C::keys * 128 + ks * 16 * 128), true);
+    platform::wg_commit();
+  };
 
   // No branch between a multiply's issue and its wait (the compiler would serialize around one):
   // every warpgroup multiplies every tile (one whose rows see none of its keys gets zero
@@ -272,15 +289,6 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
     TURBO3_UNROLL
     for (int ks = 0; ks < C::n_tiles_k; ++ks) platform::wg_hold(pa[ks]);
   };
-  auto issue_pv = [&](int b) {
-    TURBO3_UNROLL
-    for (int nb = 0; nb < C::panels; ++nb)
-      TURBO3_UNROLL
-      for (int ks = 0; ks < C::n_tiles_k; ++ks)
-        platform::wg_mma_rs<true>(o_panel(nb), pa[ks],
-                                  platform::wg_offset(v_desc0, b * kv_step + nb * C::keys * 128 + ks * 16 * 128), true);
-    platform::wg_commit();
-  };
   for (int t = 0; t < n_tiles; ++t) {
     const int j0 = t * C::keys, b = t & 1;
     issue_stage(t + 2, false);
@@ -289,12 +297,8 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
     frag_acc s_acc[C::n_tiles_k];
     hold_o_p();
     platform::wg_fence();
-    TURBO3_UNROLL
-    for (int ks = 0; ks < C::n_tiles_d; ++ks)
-      platform::wg_mma_ss<false>(s_acc, platform::wg_offset(q_desc, qk_offset(ks, C::rows)),
-                                 platform::wg_offset(k_desc0, b * kv_step + qk_offset(ks, C::keys)), ks > 0);
-    platform::wg_commit();
-    issue_pv(b ^ 1);  // tile t - 1
+    issue_s(s_acc, b);
+    issue_pv(pa, b ^ 1);  // tile t - 1
     decode_tile(t + 1, false, k16_of(b ^ 1));
     decode_tile(t, true, v16_of(b));
     platform::wg_wait<1>();  // S of tile t
@@ -317,7 +321,7 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
   if (n_tiles > 0) {
     hold_o_p();
     platform::wg_fence();
-    issue_pv((n_tiles - 1) & 1);
+    issue_pv(pa, (n_tiles - 1) & 1);
     platform::wg_wait<0>();
     platform::wg_hold(o_acc);
   }
@@ -337,11 +341,7 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
 
     frag_acc s_acc[C::n_tiles_k];
     platform::wg_fence();
-    TURBO3_UNROLL
-    for (int ks = 0; ks < C::n_tiles_d; ++ks)
-      platform::wg_mma_ss<false>(s_acc, platform::wg_offset(q_desc, qk_offset(ks, C::rows)),
-                                 platform::wg_offset(k_desc0, b * kv_step + qk_offset(ks, C::keys)), ks > 0);
-    platform::wg_commit();
+    issue_s(s_acc, b);
     if constexpr (t3) decode_tile(t + 1, false, k16_of(b ^ 1));
     platform::wg_wait<0>();
     platform::wg_hold(s_acc);
@@ -352,13 +352,7 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
     TURBO3_UNROLL
     for (int ks = 0; ks < C::n_tiles_k; ++ks) platform::wg_hold(pa[ks]);
     platform::wg_fence();
-    TURBO3_UNROLL
-    for (int nb = 0; nb < C::panels; ++nb)
-      TURBO3_UNROLL
-      for (int ks = 0; ks < C::n_tiles_k; ++ks)
-        platform::wg_mma_rs<true>(o_panel(nb), pa[ks],
-                                  platform::wg_offset(v_desc0, b * kv_step + nb * C::keys * 128 + ks * 16 * 128), true);
-    platform::wg_commit();
+    issue_pv(pa, b);
     if constexpr (t3) decode_tile(t + 1, true, v16_of(b ^ 1));
     platform::wg_wait<0>();
     platform::wg_hold(o_acc);
