@@ -900,10 +900,8 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
 
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / C::wave, lane = tid % C::wave;
-  const int q_tile = a.q_tiles - 1 - static_cast<int>(blockIdx.x);  // longest causal tiles first
-  const int kv_head = static_cast<int>(blockIdx.y) / a.head_groups;
-  const int head_group = static_cast<int>(blockIdx.y) % a.head_groups;
-  const int seq = static_cast<int>(blockIdx.z);
+  const prefill_block blk = prefill_block_of(a);
+  const int q_tile = blk.q_tile, kv_head = blk.kv_head, head_group = blk.head_group, seq = blk.seq;
   const turbo3_lut lut = lut_for<KL, VL>(a.lut);
 
   int kv_end = prefill_kv_end(a, q_tile);
