@@ -47,16 +47,18 @@ struct wg_config {
   static constexpr int n_tiles_d = D / 16, n_tiles_k = keys / 16;
   static constexpr int ldo = D + 4;  // floats: the Q staging rows of the rotation
   static constexpr size_t q_bytes = size_t{2} * rows * D, kv_bytes = size_t{2} * keys * D;
-  // Staged turbo3 rows, as the MMA kernel stages them (mma_stage_copy).
-  static constexpr bool staged = true;
+  // turbo3 raw rows: two rings (K, V) of two slots each, a slot holding one tile's rows, each row
+  // copied in 16-byte segments from the segment that holds its first byte (raw_segments of them,
+  // one lane each).
   static constexpr int raw_row_bytes = D / block_values * static_cast<int>(block_bytes);
   static constexpr int raw_segments = (raw_row_bytes + 14 + 15) / 16;
   static constexpr int raw_pitch = 16 * raw_segments;
-  static constexpr int raw_tile_bytes = keys * raw_pitch;  // one ring slot: a tile's K or V rows
-  static constexpr size_t raw_stage_bytes = size_t{2} * raw_tile_bytes;
+  static constexpr int raw_tile_bytes = keys * raw_pitch;  // one ring slot
+  static constexpr size_t raw_stage_bytes = size_t{2} * raw_tile_bytes;  // one ring
   static constexpr int raw_row_lanes = raw_segments <= 4 ? 4 : raw_segments <= 8 ? 8 : 16;
-  // Q, the stages, the K/V buffers, the row scratch. The Q staging rows of the prologue lie over
-  // the K/V buffers and the row scratch (not over the stages, whose first tiles are in flight then).
+  // Q, the two rings (K, then V), the K/V buffers, the row scratch. The Q staging rows of the
+  // prologue lie over the K/V buffers and the row scratch (not over the rings, whose first tiles
+  // are in flight then).
   static constexpr size_t off_stage = q_bytes, off_k = off_stage + 2 * raw_stage_bytes, off_v = off_k + 2 * kv_bytes;
   static constexpr size_t off_row = off_v + 2 * kv_bytes;
   static constexpr size_t q_stage_bytes = sizeof(float) * rows * ldo;
@@ -97,7 +99,7 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
   int* const mask_end_s = reinterpret_cast<int*>(smem + C::off_row);  // [rows]
 
   const int tid = static_cast<int>(threadIdx.x);
-  const int warp = tid / C::wave, lane = tid % C::wave, wg = warp / 4;
+  const int warp = tid / C::wave, wg = warp / 4;
   const prefill_block blk = prefill_block_of(a);
   const int q_tile = blk.q_tile, kv_head = blk.kv_head, head_group = blk.head_group, seq = blk.seq;
   const turbo3_lut lut = lut_for<KL, VL>(a.lut);
