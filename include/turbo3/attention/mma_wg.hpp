@@ -381,7 +381,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, 1) mma_wg_kernel(ti
     mma_wg_body<D, KL, VL, C>(a);
   } else {
 #if TURBO3_DEVICE_PASS
-    __builtin_trap();  // never launched: warpgroup_mma_available routes other devices elsewhere
+    platform::trap();  // never launched: warpgroup_mma_available routes other devices elsewhere
 #endif
   }
 }

@@ -99,6 +99,15 @@ TURBO3_DEVICE TURBO3_FORCEINLINE int lane_id() {
 
 TURBO3_DEVICE TURBO3_FORCEINLINE void sync_threads() { __syncthreads(); }
 
+// Stops the kernel: the body of an instantiation the host never launches on this target.
+TURBO3_DEVICE TURBO3_FORCEINLINE void trap() {
+#if defined(TURBO3_PLATFORM_CUDA)
+  __trap();
+#else
+  __builtin_trap();
+#endif
+}
+
 // ---- work-groups that hand results to each other ---------------------------------------------------
 // A device-scope fence: stores before it are visible to any work-group that observes a later
 // atomic, and (after observing one) loads after it see the other work-groups' stores.

@@ -38,6 +38,12 @@
 #if defined(TURBO3_PLATFORM_CUDA) && defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define TURBO3_WARPGROUP_MMA 1
 #endif
+// A build that says it has the warpgroup kernel must not also carry sm_90 device code without it:
+// the launcher would send sm_90 devices to a kernel whose body traps.
+#if defined(TURBO3_PLATFORM_CUDA) && defined(TURBO3_WARPGROUP_MMA_BUILT) && defined(__CUDA_ARCH__) && \
+    __CUDA_ARCH__ == 900 && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "TURBO3_WARPGROUP_MMA_BUILT needs sm_90 device code built for sm_90a (e.g. CMAKE_CUDA_ARCHITECTURES=90a, not 90)"
+#endif
 
 namespace turbo3 {
 namespace platform {
@@ -110,7 +116,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void wg_mma_rs(frag_acc (&acc)[4], const frag_a
       : "r"(a.x[0]), "r"(a.x[1]), "r"(a.x[2]), "r"(a.x[3]), "l"(b), "n"(TransB ? 1 : 0), "r"(accumulate ? 1 : 0));
 #else
   (void)acc; (void)a; (void)b; (void)accumulate;
-  __builtin_trap();  // never launched: has_warpgroup_mma routes other targets elsewhere
+  trap();  // never launched: has_warpgroup_mma routes other targets elsewhere
 #endif
 }
 
@@ -126,7 +132,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void wg_mma_ss(frag_acc (&acc)[4], uint64_t a, 
       : "l"(a), "l"(b), "n"(TransB ? 1 : 0), "r"(accumulate ? 1 : 0));
 #else
   (void)acc; (void)a; (void)b; (void)accumulate;
-  __builtin_trap();
+  trap();
 #endif
 }
 
