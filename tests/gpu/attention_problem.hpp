@@ -69,6 +69,24 @@ inline attention_case structured_mask_case(int head_dim, turbo3::data_type kv, c
   return c;
 }
 
+// D = 256, 4 query heads over 2, 150 queries over 170 keys: several query and key tiles of every
+// prefill kernel, ragged at both ends; causal by the flag, or (ggml_mask) by ggml's causal mask in
+// its place.
+inline attention_case causal_tiles_case(turbo3::data_type kv, bool ggml_mask) {
+  attention_case c;
+  c.head_dim = 256;
+  c.n_head = 4;
+  c.n_head_kv = 2;
+  c.n_q = 150;
+  c.n_kv = 170;
+  c.k_type = kv;
+  c.v_type = kv;
+  c.causal = !ggml_mask;
+  c.mask = ggml_mask;
+  c.mask_pattern = attention_case::mask_kind::causal;
+  return c;
+}
+
 // Host and device copies of one problem's tensors.
 class attention_problem {
  public:

@@ -391,20 +391,7 @@ TEST_CASE("MMA: sanitizer subset", "[mma-san]") {
   // f16 and turbo3 K/V at D = 256 (NVIDIA: double-buffered tiles, turbo3 staged) over several query
   // tiles and key tiles, causal; then the same with ggml's causal mask in place of the flag.
   for (data_type t : kv_types)
-    for (bool masked : {false, true}) {
-      attention_case c;
-      c.head_dim = 256;
-      c.n_head = 4;
-      c.n_head_kv = 2;
-      c.n_q = 150;
-      c.n_kv = 170;
-      c.k_type = t;
-      c.v_type = t;
-      c.causal = !masked;
-      c.mask = masked;
-      c.mask_pattern = attention_case::mask_kind::causal;
-      run_case(c, rng);
-    }
+    for (bool masked : {false, true}) run_case(turbo3_test::causal_tiles_case(t, masked), rng);
 }
 
 

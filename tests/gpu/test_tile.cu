@@ -215,15 +215,7 @@ TEST_CASE("TILE: sanitizer subset", "[tile-san]") {
         run_case(c, rng, true, true);
       }
   // ggml's causal mask in place of the flag over several query and key tiles (visible ends).
-  attention_case c;
-  c.head_dim = 256;
-  c.n_head = 4;
-  c.n_head_kv = 2;
-  c.n_q = 150;
-  c.n_kv = 170;
-  c.mask = true;
-  c.mask_pattern = attention_case::mask_kind::causal;
-  run_case(c, rng, true, true);
+  run_case(turbo3_test::causal_tiles_case(data_type::turbo3, true), rng, true, true);
 }
 
 TEST_CASE("routing: n_q <= 2 to VEC, else MMA (NVIDIA) or TILE; workspace_bytes per route", "[tile]") {

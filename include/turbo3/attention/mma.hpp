@@ -1222,7 +1222,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) mma_ke
     mma_body<D, KL, VL, C>(a);
   } else {
 #if TURBO3_DEVICE_PASS
-    __builtin_trap();  // never launched: the host picks the configuration of the device's family
+    platform::trap();  // never launched: the host picks the configuration of the device's family
 #endif
   }
 }

@@ -3,8 +3,7 @@
 // asynchronously (issue, commit, wait). Kernels see only these names:
 //
 //   has_warpgroup_mma                 whether the target being compiled has them (NVIDIA sm_90a)
-//   wg_operand(p, lbo, sbo)           a shared-memory operand without swizzle (below)
-//   wg_operand_swizzled(p, sbo)       one with the 128-byte swizzle
+//   wg_operand_swizzled(p, sbo)       a shared-memory operand in the 128-byte-swizzled layout (below)
 //   wg_offset(desc, bytes)            the operand `bytes` further on
 //   wg_mma_rs<TransB>(acc, a, b, acc_in)  acc (+)= A B, A from registers (frag_a layout of the
 //                                     warp's 16 rows), B from shared memory
@@ -21,10 +20,9 @@
 // columns (platform/fragment.hpp's NVIDIA layout): acc[n].x[i] is row 16 w + frag_acc_row(i),
 // column 16 n + frag_acc_col(i).
 //
-// Shared-memory operands (no swizzle): 8 x 8 core matrices of 16-byte rows, 128 contiguous bytes
-// each. TransB = false (B stored as N rows with K contiguous, like A): lbo is the byte distance
-// between core matrices along K, sbo along M / N. TransB = true (B stored as K rows with N
-// contiguous): sbo is the distance between core matrices along N, lbo along K.
+// Shared-memory operands: rows of 128 bytes (64 f16) in 1024-byte aligned atoms of 8 rows, the
+// 16-byte piece k of row r stored at piece k ^ (r % 8) of its row. TransB = false: B stored as N
+// rows with K contiguous, like A; TransB = true: B stored as K rows with N contiguous.
 #pragma once
 
 #include <atomic>
@@ -63,31 +61,25 @@ TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t shared_address_of(const void* p) {
 #endif
 }
 
-// Matrix descriptor: start address, leading and stride byte offsets (all in 16-byte units) and
-// the layout (bits 62-63: 0 no swizzle, 1 the 128-byte swizzle).
-TURBO3_DEVICE TURBO3_FORCEINLINE uint64_t wg_descriptor(const void* p, uint32_t lbo, uint32_t sbo, uint32_t layout) {
-#if defined(TURBO3_WARPGROUP_MMA)
-  const uint32_t s = shared_address_of(p);
-  return static_cast<uint64_t>((s & 0x3FFFFu) >> 4) | (static_cast<uint64_t>((lbo >> 4) & 0x3FFFu) << 16) |
-         (static_cast<uint64_t>((sbo >> 4) & 0x3FFFu) << 32) | (static_cast<uint64_t>(layout) << 62);
-#else
-  (void)p; (void)lbo; (void)sbo; (void)layout;
-  return 0;
-#endif
-}
-TURBO3_DEVICE TURBO3_FORCEINLINE uint64_t wg_operand(const void* p, uint32_t lbo, uint32_t sbo) {
-  return wg_descriptor(p, lbo, sbo, 0);
-}
 // The operand `bytes` further on (a multiple of 16; the address stays below 256 KB).
 TURBO3_DEVICE TURBO3_FORCEINLINE uint64_t wg_offset(uint64_t desc, int bytes) {
   return desc + static_cast<uint64_t>(bytes >> 4);
 }
-// A 128-byte-swizzled operand: rows of 128 bytes (64 f16), the 16-byte piece k of row r stored at
-// piece k ^ (r % 8) of its row, in 1024-byte aligned atoms of 8 rows; sbo: the distance between
-// 8-row groups (along M / N for K-major operands, along K for TransB ones). p may point up to 96
-// bytes into a row (the k-th 16-value step of a 64-value panel starts 32 k bytes in).
+// The matrix descriptor of a 128-byte-swizzled operand at p: start address and the distance sbo
+// between 8-row groups (along M / N for K-major operands, along K for TransB ones), in 16-byte
+// units, swizzle mode 1 in bits 62-63 (the leading offset, unused by this layout, is 16 bytes).
+// p may point up to 96 bytes into a row (the k-th 16-value step of a 64-value panel starts 32 k
+// bytes in).
 TURBO3_DEVICE TURBO3_FORCEINLINE uint64_t wg_operand_swizzled(const void* p, uint32_t sbo) {
-  return wg_descriptor(p, 16, sbo, 1);
+#if defined(TURBO3_WARPGROUP_MMA)
+  constexpr uint32_t lbo = 16;
+  const uint32_t s = shared_address_of(p);
+  return static_cast<uint64_t>((s & 0x3FFFFu) >> 4) | (static_cast<uint64_t>(lbo >> 4) << 16) |
+         (static_cast<uint64_t>((sbo >> 4) & 0x3FFFu) << 32) | (uint64_t{1} << 62);
+#else
+  (void)p; (void)sbo;
+  return 0;
+#endif
 }
 
 #if defined(TURBO3_WARPGROUP_MMA)
