@@ -109,6 +109,8 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
   const char* const v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
 
   // ---- tile fills ---------------------------------------------------------------------------------
+  // turbo3: slot t % 2 of the K ring (v_side false) or of the V ring, after it.
+  auto ring_slot = [&](int t, bool v_side) { return stages + ((v_side ? 2 : 0) + t % 2) * C::raw_tile_bytes; };
   // turbo3: the raw rows of K (v_side false) or V of tile t into slot t % 2 of their ring, in
   // 16-byte segments from the aligned segment holding a row's first byte (a row sits
   // (its address & 15) bytes into its slot; nothing past the view's end is read), one lane per
@@ -118,8 +120,7 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
     const char* const head = v_side ? v_head : k_head;
     const int64_t nb1 = v_side ? a.v_nb1 : a.k_nb1;
     const char* const view_end = v_side ? a.v_end : a.k_end;
-    const platform::async_destination ring =
-        platform::async_destination_of(stages + (v_side ? 2 : 0) * C::raw_tile_bytes + (t % 2) * C::raw_tile_bytes);
+    const platform::async_destination ring = platform::async_destination_of(ring_slot(t, v_side));
     constexpr int per_pass = C::threads / C::raw_row_lanes;
     const int seg = tid % C::raw_row_lanes, slot = tid / C::raw_row_lanes;
     TURBO3_UNROLL
@@ -149,7 +150,7 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
     constexpr int per_thread = C::keys * C::chunks / C::threads, batch = 2;
     static_assert(per_thread % batch == 0, "whole rounds");
     const int j0 = t * C::keys, n_valid = min(C::keys, kv_end - j0);
-    const char* const st = reinterpret_cast<const char*>(stages) + (v_side ? 2 : 0) * C::raw_tile_bytes + (t % 2) * C::raw_tile_bytes;
+    const char* const st = reinterpret_cast<const char*>(ring_slot(t, v_side));
     const uint32_t step = static_cast<uint32_t>(v_side ? a.v_nb1 : a.k_nb1);
     const uint32_t low0 = (v_side ? v_low : k_low) + static_cast<uint32_t>(j0) * step;
     TURBO3_UNROLL
