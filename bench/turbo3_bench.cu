@@ -358,6 +358,12 @@ std::vector<prefill_kernel> prefill_kernels() {
     turbo3::launch_options fragment = with(E::mma);
     fragment.mma = turbo3::mma_variant::fragment;
     k.push_back({"mma-fragment", fragment});  // 16x16x16 fragment multiplies forced
+    turbo3::launch_options two_warpgroups = with(E::mma);
+    two_warpgroups.mma = turbo3::mma_variant::warpgroup;
+    k.push_back({"mma-wg", two_warpgroups});  // warpgroup multiplies, two warpgroups filling and multiplying
+    turbo3::launch_options specialized = with(E::mma);
+    specialized.mma = turbo3::mma_variant::warp_specialized;
+    k.push_back({"mma-ws", specialized});  // warpgroup multiplies with a producer warpgroup forced
   }
   return k;
 }

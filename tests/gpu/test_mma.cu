@@ -21,7 +21,7 @@ using turbo3_test::device_buffer;
 namespace {
 
 constexpr double nmse_limit = 1e-5;
-turbo3_test::nmse_tracker g_mma, g_mma_fragment;
+turbo3_test::nmse_tracker g_mma, g_mma_fragment, g_mma_warpgroup, g_mma_specialized;
 
 struct report_at_exit {
   ~report_at_exit() {
@@ -30,6 +30,12 @@ struct report_at_exit {
     if (g_mma_fragment.cases)
       std::printf("MMA fragment kernel forced at D=256: %d cases, worst NMSE %.3e (%s)\n", g_mma_fragment.cases,
                   g_mma_fragment.worst, g_mma_fragment.worst_case.c_str());
+    if (g_mma_warpgroup.cases)
+      std::printf("MMA two-warpgroup kernel forced at D=256: %d cases, worst NMSE %.3e (%s)\n", g_mma_warpgroup.cases,
+                  g_mma_warpgroup.worst, g_mma_warpgroup.worst_case.c_str());
+    if (g_mma_specialized.cases)
+      std::printf("MMA warp-specialized warpgroup kernel forced at D=256: %d cases, worst NMSE %.3e (%s)\n",
+                  g_mma_specialized.cases, g_mma_specialized.worst, g_mma_specialized.worst_case.c_str());
   }
 } g_report;
 
@@ -41,15 +47,20 @@ launch_options forced(kernel_choice k) {
   return o;
 }
 
-// The MMA route as the launcher picks its kernel (on an sm_90 device of an sm_90a build: the
-// warpgroup kernel for D = 256 with K and V of one type); at D = 256 also the fragment kernel
-// forced, on the same problem, so both stay tested where the first would hide the second.
+// The MMA route as the launcher picks its kernel (on an sm_90 device of an sm_90a build: a
+// warpgroup kernel for D = 256 with K and V of one type); at D = 256 also the fragment kernel and
+// both warpgroup forms forced, on the same problem, so each stays tested where the launcher's pick
+// would hide it.
 void run_case(const attention_case& c, std::mt19937_64& rng) {
   attention_problem prob(c, rng);
   INFO(c.describe());
-  for (mma_variant variant : {mma_variant::automatic, mma_variant::fragment}) {
-    if (variant == mma_variant::fragment && c.head_dim != 256) continue;
-    INFO("mma variant " << (variant == mma_variant::fragment ? "fragment" : "automatic"));
+  for (mma_variant variant :
+       {mma_variant::automatic, mma_variant::fragment, mma_variant::warpgroup, mma_variant::warp_specialized}) {
+    if (variant != mma_variant::automatic && c.head_dim != 256) continue;
+    INFO("mma variant " << (variant == mma_variant::fragment           ? "fragment"
+                            : variant == mma_variant::warpgroup        ? "warpgroup"
+                            : variant == mma_variant::warp_specialized ? "warp-specialized"
+                                                                       : "automatic"));
     prob.poison_output();
     stream_pool_allocator pool;
     launch_options opt = forced(kernel_choice::mma);
@@ -58,7 +69,11 @@ void run_case(const attention_case& c, std::mt19937_64& rng) {
     REQUIRE(s == status::ok);
     TURBO3_CHECK_HIP(hipDeviceSynchronize());
     const double e = prob.compare_with_reference();
-    (variant == mma_variant::fragment ? g_mma_fragment : g_mma).record(e, c.describe());
+    (variant == mma_variant::fragment           ? g_mma_fragment
+     : variant == mma_variant::warpgroup        ? g_mma_warpgroup
+     : variant == mma_variant::warp_specialized ? g_mma_specialized
+                                                : g_mma)
+        .record(e, c.describe());
     INFO("NMSE " << e);
     CHECK(e <= nmse_limit);
   }

@@ -45,10 +45,15 @@ enum class vec_variant {
 // Which matrix-core prefill (MMA) kernel runs. `warpgroup` falls back to `fragment` where it does
 // not apply.
 enum class mma_variant {
-  automatic,  // `warpgroup` where it applies, else `fragment`
+  automatic,  // where warpgroup multiplies apply: `warp_specialized` for turbo3 and for f16 with a
+              // mask, `warpgroup` for f16 without one (measured on an H200: bench/RESULTS.md,
+              // fourteenth session); elsewhere `fragment`
   fragment,   // 16x16x16 fragment multiplies (every matrix-core target)
-  warpgroup,  // warpgroup multiplies from shared memory (NVIDIA sm_90 in builds for sm_90a that
-              // define TURBO3_WARPGROUP_MMA_BUILT; D 256, K and V both f16 or both turbo3)
+  warpgroup,  // warpgroup multiplies from shared memory, two warpgroups that fill the K/V tiles and
+              // multiply (NVIDIA sm_90 in builds for sm_90a that define TURBO3_WARPGROUP_MMA_BUILT;
+              // D 256, K and V both f16 or both turbo3)
+  warp_specialized,  // warpgroup multiplies with a producer warpgroup that fills the K/V tiles
+                     // while two others only multiply and run the softmax (same coverage)
 };
 
 struct launch_options {
@@ -371,7 +376,11 @@ status flash_attention(const attention_params& p, Allocator& allocator, hipStrea
   status s = validate(p);
   if (s != status::ok) return s;
   const kernel_choice kernel = detail::route(p, opt);
-  if (kernel == kernel_choice::mma) return detail::run_mma(p, opt.mma != mma_variant::fragment, allocator, stream);
+  if (kernel == kernel_choice::mma) {
+    const bool specialized = opt.mma == mma_variant::warp_specialized ||
+                             (opt.mma == mma_variant::automatic && detail::mma_wg_specialized_by_default(p));
+    return detail::run_mma(p, opt.mma != mma_variant::fragment, specialized, allocator, stream);
+  }
   if (kernel == kernel_choice::tile || kernel == kernel_choice::materialize)
     return detail::run_prefill(p, allocator, stream, kernel == kernel_choice::materialize);
   if (kernel != kernel_choice::vec) return status::unsupported;

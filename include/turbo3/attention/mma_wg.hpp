@@ -24,6 +24,12 @@
 // there when asked), as the fragment kernel does on NVIDIA.
 // Measured on an H200 (bench/RESULTS.md, thirteenth session): D = 256 causal pp4096, f16 420 us,
 // turbo3 566 us, against 785 / 830 us with the fragment kernel.
+//
+// The warp-specialized form (mma_wg_producer_body, below) gives the filling to a third warpgroup
+// of its own: the two that multiply never decode or copy, and the producer runs up to a buffer
+// ahead of them. Taken by default for turbo3 and for f16 with a mask (mma_wg_specialized_by_default).
+// Fourteenth session, H200, pp4096: turbo3 451 us causal, 596 us masked (this kernel 484 / 706),
+// f16 masked 531 us (595).
 #pragma once
 
 #include <cstddef>
@@ -75,6 +81,60 @@ struct wg_config {
 // panel p / 8 (R rows of 128 bytes), the piece's place in its row XOR r % 8 (the 128-byte swizzle).
 // A warp writing the pieces of a row or two touches every bank once per 128 bytes.
 TURBO3_HD constexpr int wg_piece(int r, int p, int R) { return (p / 8) * R * 128 + r * 128 + (((p % 8) ^ (r % 8)) << 4); }
+
+// The two multiplies of warpgroup wg's 64 rows against the K/V tile in buffer b (of two, kv_bytes
+// apart): S = Q K^T and O += P V, one commit group each. Operands: a descriptor per tile, a
+// constant byte offset per multiply (wg_offset). Q (A of S): the warpgroup's 64 rows, dimensions
+// 16 ks ..; K (B of S, N = keys, K = dimensions, stored N rows with K contiguous); V (B of P V,
+// K = keys 16 ks .., N = dimension panel nb, stored K rows with N contiguous: TransB).
+template <class C>
+struct wg_multiplies {
+  uint64_t q_desc, k_desc0, v_desc0;
+  TURBO3_DEVICE TURBO3_FORCEINLINE wg_multiplies(const unsigned char* q16, const unsigned char* k16_0,
+                                                 const unsigned char* v16_0, int wg)
+      : q_desc(platform::wg_operand_swizzled(q16 + 64 * wg * 128, 1024)),
+        k_desc0(platform::wg_operand_swizzled(k16_0, 1024)),
+        v_desc0(platform::wg_operand_swizzled(v16_0, 1024)) {}
+  static constexpr int kv_step = static_cast<int>(C::kv_bytes);  // from buffer 0 to buffer 1
+  TURBO3_HD static constexpr int qk_offset(int ks, int rows) { return (ks / 4) * rows * 128 + (ks % 4) * 32; }
+  TURBO3_DEVICE TURBO3_FORCEINLINE void issue_s(platform::frag_acc (&s_acc)[C::n_tiles_k], int b) const {
+    TURBO3_UNROLL
+    for (int ks = 0; ks < C::n_tiles_d; ++ks)
+      platform::wg_mma_ss<false>(s_acc, platform::wg_offset(q_desc, qk_offset(ks, C::rows)),
+                                 platform::wg_offset(k_desc0, b * kv_step + qk_offset(ks, C::keys)), ks > 0);
+    platform::wg_commit();
+  }
+  TURBO3_DEVICE TURBO3_FORCEINLINE void issue_pv(platform::frag_acc (&o_acc)[C::n_tiles_d],
+                                                 const platform::frag_a (&p)[C::n_tiles_k], int b) const {
+    TURBO3_UNROLL
+    for (int nb = 0; nb < C::panels; ++nb) {
+      // O's dimension panel nb: four 16-column tiles, the accumulator of one multiply.
+      platform::frag_acc(&o_panel)[4] = *reinterpret_cast<platform::frag_acc(*)[4]>(o_acc + 4 * nb);
+      TURBO3_UNROLL
+      for (int ks = 0; ks < C::n_tiles_k; ++ks)
+        platform::wg_mma_rs<true>(o_panel, p[ks],
+                                  platform::wg_offset(v_desc0, b * kv_step + nb * C::keys * 128 + ks * 16 * 128), true);
+    }
+    platform::wg_commit();
+  }
+};
+
+// The epilogue of warp `warp` (of the warps that multiply; tid its thread among them): sink,
+// normalization, un-rotation when asked, store from the fragments.
+template <int D, class VL, class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE void wg_store_out(const tile_args& a, platform::frag_acc (&o_acc)[C::n_tiles_d],
+                                                   const float (&m_lane)[platform::frag_acc_rows],
+                                                   const float (&l_lane)[platform::frag_acc_rows], int warp,
+                                                   int kv_head, int head_group, int q_tile, int seq, int tid) {
+  float lane_factor[platform::frag_acc_rows];
+  TURBO3_UNROLL
+  for (int rr = 0; rr < platform::frag_acc_rows; ++rr) {
+    const tile_row lr = tile_row_of(a, warp * 16 + platform::frag_acc_row(2 * rr), kv_head, head_group, q_tile);
+    lane_factor[rr] = prefill_row_factor(a, lr, m_lane[rr], platform::frag_row_sum(l_lane[rr]));
+  }
+  if (a.unrotate_out) mma_store_out_fragments<D, VL, C>(a, o_acc, lane_factor, kv_head, head_group, q_tile, seq, tid);
+  else mma_store_out_plain_fragments<D, VL, C>(a, o_acc, lane_factor, kv_head, head_group, q_tile, seq, tid);
+}
 
 template <int D, class KL, class VL, class C>
 TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
@@ -223,8 +283,6 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
   frag_acc o_acc[C::n_tiles_d];
   TURBO3_UNROLL
   for (int n = 0; n < C::n_tiles_d; ++n) platform::frag_zero(o_acc[n]);
-  // O's dimension panel nb: four 16-column tiles, the accumulator of one multiply.
-  auto o_panel = [&](int nb) -> frag_acc(&)[4] { return *reinterpret_cast<frag_acc(*)[4]>(o_acc + 4 * nb); };
 
   // ---- tile 0 into buffer 0 (pipelined: K only, and V buffer 1 zeroed for the empty first P V) ------
   const int n_tiles = (kv_end + C::keys - 1) / C::keys;
@@ -241,32 +299,7 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
   platform::shared_writes_to_async();
   platform::sync_threads();
 
-  // Operands: a descriptor per tile, a constant byte offset per multiply (wg_offset). Q (A of S):
-  // this warpgroup's 64 rows, dimensions 16 ks ..; K (B of S, N = keys, K = dimensions, stored N
-  // rows with K contiguous); V (B of P V, K = keys 16 ks .., N = dimension panel nb, stored K rows
-  // with N contiguous: TransB).
-  const uint64_t q_desc = platform::wg_operand_swizzled(q16 + 64 * wg * 128, 1024);
-  const uint64_t k_desc0 = platform::wg_operand_swizzled(k16_of(0), 1024);
-  const uint64_t v_desc0 = platform::wg_operand_swizzled(v16_of(0), 1024);
-  constexpr int kv_step = static_cast<int>(C::kv_bytes);  // from buffer 0 to buffer 1
-  auto qk_offset = [](int ks, int rows) { return (ks / 4) * rows * 128 + (ks % 4) * 32; };
-  // S = Q K^T of the tile in buffer b; O += P V of the tile in buffer b. One commit group each.
-  auto issue_s = [&](frag_acc (&s_acc)[C::n_tiles_k], int b) {
-    TURBO3_UNROLL
-    for (int ks = 0; ks < C::n_tiles_d; ++ks)
-      platform::wg_mma_ss<false>(s_acc, platform::wg_offset(q_desc, qk_offset(ks, C::rows)),
-                                 platform::wg_offset(k_desc0, b * kv_step + qk_offset(ks, C::keys)), ks > 0);
-    platform::wg_commit();
-  };
-  auto issue_pv = [&](const frag_a (&p)[C::n_tiles_k], int b) {
-    TURBO3_UNROLL
-    for (int nb = 0; nb < C::panels; ++nb)
-      TURBO3_UNROLL
-      for (int ks = 0; ks < C::n_tiles_k; ++ks)
-        platform::wg_mma_rs<true>(o_panel(nb), p[ks],
-                                  platform::wg_offset(v_desc0, b * kv_step + nb * C::keys * 128 + ks * 16 * 128), true);
-    platform::wg_commit();
-  };
+  const wg_multiplies<C> mul(q16, k16_of(0), v16_of(0), wg);
 
   // No branch between a multiply's issue and its wait (the compiler would serialize around one):
   // every warpgroup multiplies every tile (one whose rows see none of its keys gets zero
@@ -298,8 +331,8 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
     frag_acc s_acc[C::n_tiles_k];
     hold_o_p();
     platform::wg_fence();
-    issue_s(s_acc, b);
-    issue_pv(pa, b ^ 1);  // tile t - 1
+    mul.issue_s(s_acc, b);
+    mul.issue_pv(o_acc, pa, b ^ 1);  // tile t - 1
     decode_tile(t + 1, false, k16_of(b ^ 1));
     decode_tile(t, true, v16_of(b));
     platform::wg_wait<1>();  // S of tile t
@@ -322,7 +355,7 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
   if (n_tiles > 0) {
     hold_o_p();
     platform::wg_fence();
-    issue_pv(pa, (n_tiles - 1) & 1);
+    mul.issue_pv(o_acc, pa, (n_tiles - 1) & 1);
     platform::wg_wait<0>();
     platform::wg_hold(o_acc);
   }
@@ -342,7 +375,7 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
 
     frag_acc s_acc[C::n_tiles_k];
     platform::wg_fence();
-    issue_s(s_acc, b);
+    mul.issue_s(s_acc, b);
     if constexpr (t3) decode_tile(t + 1, false, k16_of(b ^ 1));
     platform::wg_wait<0>();
     platform::wg_hold(s_acc);
@@ -353,7 +386,7 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
     TURBO3_UNROLL
     for (int ks = 0; ks < C::n_tiles_k; ++ks) platform::wg_hold(pa[ks]);
     platform::wg_fence();
-    issue_pv(pa, b);
+    mul.issue_pv(o_acc, pa, b);
     if constexpr (t3) decode_tile(t + 1, true, v16_of(b ^ 1));
     platform::wg_wait<0>();
     platform::wg_hold(o_acc);
@@ -365,15 +398,255 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
   }
   platform::async_wait<0>();
 
-  // ---- epilogue: sink, normalization, un-rotation, store from the fragments -----------------------
-  float lane_factor[R];
-  TURBO3_UNROLL
-  for (int rr = 0; rr < R; ++rr) {
-    const tile_row lr = tile_row_of(a, warp * 16 + platform::frag_acc_row(2 * rr), kv_head, head_group, q_tile);
-    lane_factor[rr] = prefill_row_factor(a, lr, m_lane[rr], platform::frag_row_sum(l_lane[rr]));
+  wg_store_out<D, VL, C>(a, o_acc, m_lane, l_lane, warp, kv_head, head_group, q_tile, seq, tid);
+}
+
+// ---- warp-specialized form: one producer warpgroup fills the K/V tiles, two consume them ---------
+// The producer (warpgroup 0, few registers) stages the raw rows with cp.async and decodes them
+// (turbo3) or copies the f16 rows (f16) into the two K and V buffers; the consumers (warpgroups 1
+// and 2, rows 0..63 and 64..127) only multiply and run the softmax, with the registers the producer
+// handed back. Named barriers pass each buffer between them: full (the producer's writes are done)
+// and empty (both consumers' multiplies that read it have finished).
+template <int D>
+struct wg_producer_config : wg_config<D> {
+  static constexpr int consumer_warpgroups = 2, producer_threads = 128;
+  static constexpr int threads = producer_threads + 128 * consumer_warpgroups;
+  static constexpr int producer_registers = 56, consumer_registers = 224;
+  static_assert(producer_registers * producer_threads + consumer_registers * 128 * consumer_warpgroups <= 65536,
+                "the register file");
+  static_assert(wg_config<D>::rows == 64 * consumer_warpgroups, "64 rows per consumer warpgroup");
+  // Named barriers (0 is sync_threads): the producer's own, then per buffer b full / empty of K / V.
+  static constexpr int bar_producer = 1, bar_k_full = 2, bar_v_full = 4, bar_k_empty = 6, bar_v_empty = 8;
+};
+
+template <int D, class L, class C>
+TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
+  using platform::frag_a;
+  using platform::frag_acc;
+  constexpr bool t3 = L::type == data_type::turbo3;
+  constexpr int PT = C::producer_threads, ALL = C::threads;
+  extern __shared__ float4 mma_wg_smem4[];
+  unsigned char* const smem = reinterpret_cast<unsigned char*>(mma_wg_smem4) +
+                              ((1024u - (platform::shared_address_of(mma_wg_smem4) & 1023u)) & 1023u);
+  unsigned char* const q16 = smem;
+  auto k16_of = [&](int b) { return smem + C::off_k + b * C::kv_bytes; };
+  auto v16_of = [&](int b) { return smem + C::off_v + b * C::kv_bytes; };
+  unsigned char* const stages = smem + C::off_stage;
+  float* const q_stage = reinterpret_cast<float*>(smem + C::off_k);  // [rows][ldo] (Q prologue)
+  int* const mask_end_s = reinterpret_cast<int*>(smem + C::off_row);  // [rows]
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const bool producer = tid < PT;
+  const prefill_block blk = prefill_block_of(a);
+  const int q_tile = blk.q_tile, kv_head = blk.kv_head, head_group = blk.head_group, seq = blk.seq;
+  int kv_end = prefill_kv_end(a, q_tile);
+  const char* const k_head = a.k + kv_head * a.k_nb2 + seq * a.k_nb3;
+  const char* const v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
+
+  // ---- the producer's fills (thread tid of PT) -----------------------------------------------------
+  // turbo3: slot t % 2 of the K ring (v_side false) or of the V ring.
+  auto ring_slot = [&](int t, bool v_side) { return stages + ((v_side ? 2 : 0) + t % 2) * C::raw_tile_bytes; };
+  // turbo3: the raw rows of K or V of tile t into their ring slot, in 16-byte segments from the
+  // aligned segment holding a row's first byte (a row sits (its address & 15) bytes into its slot
+  // row), one lane per segment: a thread copies segment `seg` of rows `row`, row + per_pass, ...,
+  // its pointers stepped from row to row. Nothing past the view's end is read. One commit group
+  // per call.
+  auto issue_stage = [&](int t, bool v_side) {
+    constexpr int per_pass = PT / C::raw_row_lanes;
+    const int seg = tid % C::raw_row_lanes, row = tid / C::raw_row_lanes;
+    const int j0 = t * C::keys, n_valid = min(C::keys, kv_end - j0);
+    const int64_t nb1 = v_side ? a.v_nb1 : a.k_nb1;
+    const char* const view_end = v_side ? a.v_end : a.k_end;
+    const char* src = (v_side ? v_head : k_head) + static_cast<int64_t>(j0 + row) * nb1;
+    platform::async_destination to =
+        platform::async_destination_of(ring_slot(t, v_side)) + row * C::raw_pitch + 16 * seg;
+    if (seg < C::raw_segments) {
+#pragma unroll 1  // unrolled, the compiler hoists each pass's addresses: more than the producer's registers
+      for (int key = row; key < n_valid; key += per_pass) {
+        const int shift = static_cast<int>(reinterpret_cast<uintptr_t>(src) & 15);
+        const int left = C::raw_row_bytes + shift - 16 * seg;  // bytes of the row from here on
+        const char* const from = src - shift + 16 * seg;
+        if (left > 0) {
+          if (from + 16 <= view_end) platform::async_copy<16>(to, from);
+          else platform::async_copy_head_of16(to, from, left);
+        }
+        src += per_pass * nb1;
+        to += per_pass * C::raw_pitch;
+      }
+    }
+    platform::async_commit();
+  };
+  // turbo3: K or V of tile t from its ring slot into dst (swizzled f16, times the norm); keys past
+  // the tile decode to zeros (their stage rows are read as they are, the norm taken as 0). A
+  // thread always decodes chunk c of keys key0, key0 + 8, ...: its stores are one swizzled place
+  // plus 1 KB per step (the row's swizzle, key % 8, stays), its stage reads step by 8 rows.
+  // Rounds of `batch` chunks whose loads are issued together.
+  static_assert(PT % C::chunks == 0 && (PT / C::chunks) % 8 == 0, "a thread's keys keep their swizzle");
+  auto decode_tile = [&](int t, bool v_side, unsigned char* dst, const turbo3_lut& lut) {
+    constexpr int key_step = PT / C::chunks;
+    const int chunk_c = tid % C::chunks, key0 = tid / C::chunks;
+    const int piece_lo = wg_piece(key0, 2 * chunk_c, C::keys), piece_hi = wg_piece(key0, 2 * chunk_c + 1, C::keys);
+    constexpr int per_thread = C::keys / key_step, batch = 4;
+    static_assert(per_thread % batch == 0, "whole rounds");
+    const int j0 = t * C::keys, n_valid = min(C::keys, kv_end - j0);
+    const char* const st = reinterpret_cast<const char*>(ring_slot(t, v_side));
+    const uint32_t step = static_cast<uint32_t>(v_side ? a.v_nb1 : a.k_nb1);
+    // A row sits in its own slot row, (its address & 15) bytes in (issue_stage).
+    const uint32_t low0 = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(v_side ? v_head : k_head)) +
+                          static_cast<uint32_t>(j0) * step;
+#pragma unroll 1
+    for (int u0 = 0; u0 < per_thread; u0 += batch) {
+      mma_raw<L> raw[batch];
+      TURBO3_UNROLL
+      for (int u = 0; u < batch; ++u) {
+        const uint32_t key = static_cast<uint32_t>(key0 + key_step * (u0 + u));
+        mma_load_raw<L>(raw[u], st + key * C::raw_pitch + ((low0 + key * step) & 15u), chunk_c,
+                        static_cast<int>(key) < n_valid);
+      }
+      TURBO3_UNROLL
+      for (int u = 0; u < batch; ++u) {
+        uint32_t w[8];
+        mma_decode_row_chunk<L>(raw[u], lut, w);
+        unsigned char* const row = dst + (u0 + u) * key_step * 128;  // 128-byte swizzled rows
+        *reinterpret_cast<uint4*>(row + piece_lo) = make_uint4(w[0], w[1], w[2], w[3]);
+        *reinterpret_cast<uint4*>(row + piece_hi) = make_uint4(w[4], w[5], w[6], w[7]);
+      }
+    }
+  };
+  // f16: K and V of tile t into buffer b (one commit group); keys past the tile are zeros.
+  auto copy_tile = [&](int t, int b) {
+    constexpr int per_thread = C::keys * C::pieces / PT;
+    const int j0 = t * C::keys, n_valid = min(C::keys, kv_end - j0);
+    const platform::async_destination kd = platform::async_destination_of(k16_of(b));
+    const platform::async_destination vd = platform::async_destination_of(v16_of(b));
+#pragma unroll 2
+    for (int u = 0; u < per_thread; ++u) {
+      const int item = tid + PT * u, key = item / C::pieces, p = item % C::pieces;
+      const bool ok = key < n_valid;
+      const int64_t row = j0 + (ok ? key : 0);
+      platform::async_copy16_or_zero(kd + wg_piece(key, p, C::keys), k_head + row * a.k_nb1 + 16 * p, ok);
+      platform::async_copy16_or_zero(vd + wg_piece(key, p, C::keys), v_head + row * a.v_nb1 + 16 * p, ok);
+    }
+    platform::async_commit();
+  };
+
+  // The first tiles' copies go out before Q is read (kv_end without the mask).
+  if (producer) {
+    if constexpr (t3) {
+      issue_stage(0, false);
+      issue_stage(0, true);
+      issue_stage(1, false);
+      issue_stage(1, true);
+    } else {
+      copy_tile(0, 0);
+    }
   }
-  if (a.unrotate_out) mma_store_out_fragments<D, VL, C>(a, o_acc, lane_factor, kv_head, head_group, q_tile, seq, tid);
-  else mma_store_out_plain_fragments<D, VL, C>(a, o_acc, lane_factor, kv_head, head_group, q_tile, seq, tid);
+
+  // ---- Q (every thread), each row's window ---------------------------------------------------------
+  mma_load_q<D, L, C>(
+      a, [&](int r, int d) { return reinterpret_cast<uint16_t*>(q16 + wg_piece(r, d / 8, C::rows)) + d % 8; }, q_stage,
+      kv_head, head_group, q_tile, seq, tid);
+  platform::shared_writes_to_async();
+  platform::sync_threads();  // the staging rows are reused by the K/V tiles
+  auto window_end = [&](const tile_row& row) { return prefill_window_end(a, row, kv_end); };
+  if (a.mask) kv_end = mask_visible_ends<C::rows, ALL>(a, kv_head, head_group, q_tile, seq, tid, mask_end_s, window_end);
+  const int n_tiles = (kv_end + C::keys - 1) / C::keys;
+
+  if (producer) {
+    // ---- producer: tile t into buffer t % 2 once the consumers are done with tile t - 2 ------------
+    platform::wg_registers_down<C::producer_registers>();
+    if constexpr (t3) {
+      const turbo3_lut lut = lut_in_registers(a.lut);
+      for (int t = 0; t < n_tiles; ++t) {
+        const int b = t & 1;
+        platform::async_wait<2>();  // this thread's rows of tile t (tile t + 1's may be in flight)
+        platform::named_barrier_sync(C::bar_producer, PT);  // everyone's rows of tile t
+        if (t >= 2) platform::named_barrier_sync(C::bar_k_empty + b, ALL);
+        decode_tile(t, false, k16_of(b), lut);
+        platform::shared_writes_to_async();
+        platform::named_barrier_arrive(C::bar_k_full + b, ALL);
+        if (t >= 2) platform::named_barrier_sync(C::bar_v_empty + b, ALL);
+        decode_tile(t, true, v16_of(b), lut);
+        platform::shared_writes_to_async();
+        platform::named_barrier_arrive(C::bar_v_full + b, ALL);
+        platform::named_barrier_sync(C::bar_producer, PT);  // ring slot t % 2 read by everyone
+        issue_stage(t + 2, false);
+        issue_stage(t + 2, true);
+      }
+    } else {
+      // Tile t is published as soon as it has landed (the full barriers complete once every
+      // producer thread's copies have), then tile t + 1 is copied while the consumers work on t.
+      for (int t = 0; t < n_tiles; ++t) {
+        const int b = t & 1;
+        platform::async_wait<0>();
+        platform::shared_writes_to_async();
+        platform::named_barrier_arrive(C::bar_k_full + b, ALL);
+        platform::named_barrier_arrive(C::bar_v_full + b, ALL);
+        if (t + 1 < n_tiles) {
+          if (t + 1 >= 2) {
+            platform::named_barrier_sync(C::bar_k_empty + (b ^ 1), ALL);
+            platform::named_barrier_sync(C::bar_v_empty + (b ^ 1), ALL);
+          }
+          copy_tile(t + 1, b ^ 1);
+        }
+      }
+    }
+    platform::async_wait<0>();
+    return;
+  }
+
+  // ---- consumers: warp cw of 8, warpgroup cwg of 2 -------------------------------------------------
+  platform::wg_registers_up<C::consumer_registers>();
+  const int ctid = tid - PT, cw = ctid / C::wave, cwg = cw / 4;
+  auto row_window_end = [&](const tile_row& row, int r) {
+    return a.mask ? min(window_end(row), mask_visible_end_of(a, mask_end_s, r)) : window_end(row);
+  };
+  constexpr int R = platform::frag_acc_rows;
+  mma_lane_row lane_rows[R];
+  float m_lane[R], l_lane[R];
+  mma_init_lane_rows(a, cw, kv_head, head_group, q_tile, seq, row_window_end, lane_rows, m_lane, l_lane);
+  frag_acc o_acc[C::n_tiles_d];
+  TURBO3_UNROLL
+  for (int n = 0; n < C::n_tiles_d; ++n) platform::frag_zero(o_acc[n]);
+  const wg_multiplies<C> mul(q16, k16_of(0), v16_of(0), cwg);
+  // One tile at a time per consumer warpgroup (the two drift apart, so one's softmax runs beside
+  // the other's multiplies). Overlapping a warpgroup's own softmax with its P V (two sets of P)
+  // spilled at the consumers' 224 registers and was 5-19% slower (H200, fourteenth session).
+  for (int t = 0; t < n_tiles; ++t) {
+    const int j0 = t * C::keys, b = t & 1;
+    frag_acc s_acc[C::n_tiles_k];
+    platform::named_barrier_sync(C::bar_k_full + b, ALL);
+    platform::wg_fence();
+    mul.issue_s(s_acc, b);
+    platform::wg_wait<0>();
+    platform::wg_hold(s_acc);
+    if (t + 2 < n_tiles) platform::named_barrier_arrive(C::bar_k_empty + b, ALL);
+
+    frag_a pa[C::n_tiles_k];
+    mma_fragment_softmax<true>(a, s_acc, lane_rows, m_lane, l_lane, pa, o_acc, j0);
+    platform::wg_hold(o_acc);
+    TURBO3_UNROLL
+    for (int ks = 0; ks < C::n_tiles_k; ++ks) platform::wg_hold(pa[ks]);
+    platform::named_barrier_sync(C::bar_v_full + b, ALL);
+    platform::wg_fence();
+    mul.issue_pv(o_acc, pa, b);
+    platform::wg_wait<0>();
+    platform::wg_hold(o_acc);
+    if (t + 2 < n_tiles) platform::named_barrier_arrive(C::bar_v_empty + b, ALL);
+  }
+
+  wg_store_out<D, L, C>(a, o_acc, m_lane, l_lane, cw, kv_head, head_group, q_tile, seq, ctid);
+}
+
+template <int D, class L, class C>
+TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, 1) mma_wg_producer_kernel(tile_args a) {
+  if constexpr (platform::has_warpgroup_mma) {
+    mma_wg_producer_body<D, L, C>(a);
+  } else {
+#if TURBO3_DEVICE_PASS
+    platform::trap();  // never launched: warpgroup_mma_available routes other devices elsewhere
+#endif
+  }
 }
 
 template <int D, class KL, class VL, class C>
@@ -399,29 +672,44 @@ inline bool mma_wg_applies(const attention_params& p) {
   return platform::warpgroup_mma_available(device) && p.head_dim_k() == 256 && p.k.type == p.v.type;
 }
 
+// Which warpgroup form `mma_variant::automatic` takes: the warp-specialized one for turbo3 (its
+// producer decodes beside the multiplies: 1.07-1.09x causal, 1.16-1.19x masked at pp512-pp4096)
+// and for f16 with a mask (1.09-1.12x); f16 without one keeps two warpgroups (the specialized form
+// 1-3% slower at pp4096). H200, D = 256, fourteenth session.
+inline bool mma_wg_specialized_by_default(const attention_params& p) {
+  return p.k.type == data_type::turbo3 || p.mask.data != nullptr;
+}
+
 template <int D, class L>
-status launch_mma_wg(const attention_params& p, hipStream_t stream) {
+status launch_mma_wg(const attention_params& p, bool specialized, hipStream_t stream) {
+  if (specialized) {
+    using C = wg_producer_config<D>;
+    const tile_args a = make_tile_args(p, C::rows, p.k.type, p.v.type);
+    static const bool limit_raised = raise_smem_limit(&mma_wg_producer_kernel<D, L, C>, C::smem_bytes);
+    return launch_prefill_grid(&mma_wg_producer_kernel<D, L, C>, limit_raised, a, C::threads, C::smem_bytes, stream);
+  }
   using C = wg_config<D>;
   const tile_args a = make_tile_args(p, C::rows, p.k.type, p.v.type);
   static const bool limit_raised = raise_smem_limit(&mma_wg_kernel<D, L, L, C>, C::smem_bytes);
   return launch_prefill_grid(&mma_wg_kernel<D, L, L, C>, limit_raised, a, C::threads, C::smem_bytes, stream);
 }
 
-// Launches the warpgroup kernel for params mma_wg_applies takes.
-inline status launch_mma_wg(const attention_params& p, hipStream_t stream) {
-  if (p.k.type == data_type::turbo3) return launch_mma_wg<256, kv::turbo3_loader>(p, stream);
-  return launch_mma_wg<256, kv::f16_loader>(p, stream);
+// Launches the warpgroup kernel for params mma_wg_applies takes (specialized: the form with a
+// producer warpgroup).
+inline status launch_mma_wg(const attention_params& p, bool specialized, hipStream_t stream) {
+  if (p.k.type == data_type::turbo3) return launch_mma_wg<256, kv::turbo3_loader>(p, specialized, stream);
+  return launch_mma_wg<256, kv::f16_loader>(p, specialized, stream);
 }
 
 // The MMA route of flash_attention for validated params (no workspace at all): the warpgroup
 // kernel where it applies (and warpgroup is allowed), else the fragment kernel.
 template <class Allocator>
-status run_mma(const attention_params& p, bool warpgroup, Allocator& allocator, hipStream_t stream) {
+status run_mma(const attention_params& p, bool warpgroup, bool specialized, Allocator& allocator, hipStream_t stream) {
   status s = mma_supported(p);
   if (s != status::ok) return s;
   s = check_capture(allocator, stream);
   if (s != status::ok) return s;
-  if (warpgroup && mma_wg_applies(p)) return launch_mma_wg(p, stream);
+  if (warpgroup && mma_wg_applies(p)) return launch_mma_wg(p, specialized, stream);
   return launch_mma(p, stream);
 }
 

@@ -15,6 +15,8 @@
 //   shared_address_of(p)              the shared-memory address of a pointer into shared memory
 //   shared_writes_to_async()          orders this thread's ordinary shared-memory writes before
 //                                     later multiplies read them (with a barrier in between)
+//   named_barrier_sync/arrive(id, n)  producer-consumer barriers between warpgroups
+//   wg_registers_down/up<N>()         a warpgroup's register share (warp specialization)
 //
 // Accumulator: warp w of the warpgroup holds rows 16 w .. 16 w + 15, as four frag_acc tiles of 16
 // columns (platform/fragment.hpp's NVIDIA layout): acc[n].x[i] is row 16 w + frag_acc_row(i),
@@ -170,6 +172,43 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void wg_hold(frag_a& a) {
 TURBO3_DEVICE TURBO3_FORCEINLINE void shared_writes_to_async() {
 #if defined(TURBO3_WARPGROUP_MMA)
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+// Named barriers 1..15 (0 is the work-group barrier, sync_threads): a producer arrives without
+// waiting once its shared-memory writes are done (the arrive orders them before the waiters'
+// reads), a consumer waits until `threads` threads in all have arrived or waited. Whole warps
+// take part; `threads` is a multiple of 32.
+TURBO3_DEVICE TURBO3_FORCEINLINE void named_barrier_sync(int id, int threads) {
+#if defined(TURBO3_WARPGROUP_MMA)
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+#else
+  (void)id; (void)threads;
+#endif
+}
+TURBO3_DEVICE TURBO3_FORCEINLINE void named_barrier_arrive(int id, int threads) {
+#if defined(TURBO3_WARPGROUP_MMA)
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+#else
+  (void)id; (void)threads;
+#endif
+}
+
+// A warpgroup hands registers back (wg_registers_down) or takes them (wg_registers_up): N per
+// thread from here on (a multiple of 8, 24..256). The work-group's warpgroups share the register
+// file the launch gave them, so one that needs few can leave more to the others.
+template <int N>
+TURBO3_DEVICE TURBO3_FORCEINLINE void wg_registers_down() {
+  static_assert(N % 8 == 0 && N >= 24 && N <= 256, "setmaxnreg range");
+#if defined(TURBO3_WARPGROUP_MMA)
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+#endif
+}
+template <int N>
+TURBO3_DEVICE TURBO3_FORCEINLINE void wg_registers_up() {
+  static_assert(N % 8 == 0 && N >= 24 && N <= 256, "setmaxnreg range");
+#if defined(TURBO3_WARPGROUP_MMA)
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
 #endif
 }
 
