@@ -136,6 +136,15 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void wg_store_out(const tile_args& a, platform:
   else mma_store_out_plain_fragments<D, VL, C>(a, o_acc, lane_factor, kv_head, head_group, q_tile, seq, tid);
 }
 
+// The dynamic shared memory of a warpgroup kernel from its first 1024-byte boundary (the swizzle
+// atoms' alignment; an offset from the shared array, so that the compiler keeps shared-memory
+// loads and stores, not generic ones).
+TURBO3_DEVICE TURBO3_FORCEINLINE unsigned char* wg_shared_base() {
+  extern __shared__ float4 mma_wg_smem4[];
+  return reinterpret_cast<unsigned char*>(mma_wg_smem4) +
+         ((1024u - (platform::shared_address_of(mma_wg_smem4) & 1023u)) & 1023u);
+}
+
 template <int D, class KL, class VL, class C>
 TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
   using platform::frag_a;
@@ -146,11 +155,7 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
   // causal, 12-20% masked: two sets of P spill next to O).
   constexpr bool pipelined = t3;
   static_assert(KL::type == VL::type, "K and V of one type");
-  extern __shared__ float4 mma_wg_smem4[];
-  // The tiles from the first 1024-byte boundary (an offset from the shared array, so that the
-  // compiler keeps shared-memory loads and stores, not generic ones).
-  unsigned char* const smem = reinterpret_cast<unsigned char*>(mma_wg_smem4) +
-                              ((1024u - (platform::shared_address_of(mma_wg_smem4) & 1023u)) & 1023u);
+  unsigned char* const smem = wg_shared_base();
   unsigned char* const q16 = smem;
   auto k16_of = [&](int b) { return smem + C::off_k + b * C::kv_bytes; };
   auto v16_of = [&](int b) { return smem + C::off_v + b * C::kv_bytes; };
@@ -412,8 +417,13 @@ struct wg_producer_config : wg_config<D> {
   static constexpr int consumer_warpgroups = 2, producer_threads = 128;
   static constexpr int threads = producer_threads + 128 * consumer_warpgroups;
   static constexpr int producer_registers = 56, consumer_registers = 224;
-  static_assert(producer_registers * producer_threads + consumer_registers * 128 * consumer_warpgroups <= 65536,
-                "the register file");
+  // The shares must fit what the launch gave the work-group (the compiler's per-thread cap for
+  // `threads`, 168 here), not the whole register file: a consumer's setmaxnreg.inc waits until
+  // the registers it asks for are free, so asking for more than the producer hands back hangs.
+  static constexpr int launch_registers = 65536 / threads / 8 * 8;
+  static_assert(producer_registers * producer_threads + consumer_registers * 128 * consumer_warpgroups <=
+                    launch_registers * threads,
+                "more registers than the launch gives the work-group");
   static_assert(wg_config<D>::rows == 64 * consumer_warpgroups, "64 rows per consumer warpgroup");
   // Named barriers (0 is sync_threads): the producer's own, then per buffer b full / empty of K / V.
   static constexpr int bar_producer = 1, bar_k_full = 2, bar_v_full = 4, bar_k_empty = 6, bar_v_empty = 8;
@@ -425,9 +435,7 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   using platform::frag_acc;
   constexpr bool t3 = L::type == data_type::turbo3;
   constexpr int PT = C::producer_threads, ALL = C::threads;
-  extern __shared__ float4 mma_wg_smem4[];
-  unsigned char* const smem = reinterpret_cast<unsigned char*>(mma_wg_smem4) +
-                              ((1024u - (platform::shared_address_of(mma_wg_smem4) & 1023u)) & 1023u);
+  unsigned char* const smem = wg_shared_base();
   unsigned char* const q16 = smem;
   auto k16_of = [&](int b) { return smem + C::off_k + b * C::kv_bytes; };
   auto v16_of = [&](int b) { return smem + C::off_v + b * C::kv_bytes; };
