@@ -643,44 +643,66 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_fragments(const tile_args& a
 // rotation (5.9 us with rows first), whole groups about 1.7 us.
 // q16_at(r, d): where the f16 value in slot position d of row r goes (pieces of 8 slots from a
 // multiple of 8 are contiguous and 16-byte aligned).
+// 16 values of a row from dimension d0 (float32, natural order) as f16 pairs in K's slot order.
+template <class KL, class Q16At>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_q16(Q16At q16_at, int r, int d0, const float* u) {
+  uint32_t w[kv::chunk_values / 2];
+  TURBO3_UNROLL
+  for (int i = 0; i < kv::chunk_values / 2; ++i)
+    w[i] = platform::pack_half2(u[KL::value_of_slot(2 * i)], u[KL::value_of_slot(2 * i + 1)]);
+  *reinterpret_cast<uint4*>(q16_at(r, d0)) = make_uint4(w[0], w[1], w[2], w[3]);
+  *reinterpret_cast<uint4*>(q16_at(r, d0 + 8)) = make_uint4(w[4], w[5], w[6], w[7]);
+}
+
+// The first step of mma_load_q on NVIDIA, by threads tid of n_threads: every run of Q, prescaled,
+// to q16 (no rotation) or to the float32 staging rows (rotation).
+template <int D, class KL, class C, class Q16At>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q_runs(const tile_args& a, Q16At q16_at, float* q_stage, int kv_head,
+                                                     int head_group, int q_tile, int seq, int tid, int n_threads) {
+  const bool vec = ((reinterpret_cast<uintptr_t>(a.q) | static_cast<uintptr_t>(a.q_nb1 | a.q_nb2 | a.q_nb3)) &
+                    15) == 0;
+  for (int item = tid; item < C::rows * C::chunks; item += n_threads) {
+    const int r = item / C::chunks, d0 = (item % C::chunks) * kv::chunk_values;
+    const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);
+    const char* src = row.query < 0 ? nullptr : a.q + row.query * a.q_nb1 + row.head * a.q_nb2 + seq * a.q_nb3;
+    float u[kv::chunk_values];
+    mma_load_q_run(a, src, d0, vec, u);
+    if (a.rotate_q) store_consecutive(q_stage + r * C::ldo + d0, u);
+    else mma_store_q16<KL>(q16_at, r, d0, u);
+  }
+}
+
+// The second step with the rotation, by threads tid of n_threads once the staging rows are
+// complete: a whole 128-value group per thread, rotated in registers, to q16.
+template <int D, class KL, class C, class Q16At>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_rotate_q_groups(Q16At q16_at, const float* q_stage, int tid, int n_threads) {
+  rotate_whole_groups<false, D / block_values>(
+      C::rows, tid, n_threads,
+      [&](int r, int d, float(&u)[block_values]) { load_consecutive(q_stage + r * C::ldo + d, u); },
+      [&](int r, int d, const float(&u)[block_values]) {
+        TURBO3_UNROLL
+        for (int k = 0; k < rotation_runs; ++k)
+          mma_store_q16<KL>(q16_at, r, d + k * kv::chunk_values, u + k * kv::chunk_values);
+      });
+}
+
 template <int D, class KL, class C, class Q16At>
 TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q(const tile_args& a, Q16At q16_at, float* q_stage, int kv_head,
                                                 int head_group, int q_tile, int seq, int tid) {
+  if (!a.rotate_q || whole_group_rotation_fits) {
+    mma_load_q_runs<D, KL, C>(a, q16_at, q_stage, kv_head, head_group, q_tile, seq, tid, C::threads);
+    if (!a.rotate_q) return;
+    platform::sync_threads();
+    mma_rotate_q_groups<D, KL, C>(q16_at, q_stage, tid, C::threads);
+    return;
+  }
   const bool vec = ((reinterpret_cast<uintptr_t>(a.q) | static_cast<uintptr_t>(a.q_nb1 | a.q_nb2 | a.q_nb3)) &
                     15) == 0;
   auto row_of = [&](int r) -> const char* {
     const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);
     return row.query < 0 ? nullptr : a.q + row.query * a.q_nb1 + row.head * a.q_nb2 + seq * a.q_nb3;
   };
-  // 16 values of a row from dimension d0 (float32, natural order) as f16 pairs in K's slot order.
-  auto store_q16 = [&](int r, int d0, const float* u) {
-    uint32_t w[kv::chunk_values / 2];
-    TURBO3_UNROLL
-    for (int i = 0; i < kv::chunk_values / 2; ++i)
-      w[i] = platform::pack_half2(u[KL::value_of_slot(2 * i)], u[KL::value_of_slot(2 * i + 1)]);
-    *reinterpret_cast<uint4*>(q16_at(r, d0)) = make_uint4(w[0], w[1], w[2], w[3]);
-    *reinterpret_cast<uint4*>(q16_at(r, d0 + 8)) = make_uint4(w[4], w[5], w[6], w[7]);
-  };
   constexpr int G = D / block_values;
-  if (!a.rotate_q || whole_group_rotation_fits) {
-    for (int item = tid; item < C::rows * C::chunks; item += C::threads) {
-      const int r = item / C::chunks, d0 = (item % C::chunks) * kv::chunk_values;
-      float u[kv::chunk_values];
-      mma_load_q_run(a, row_of(r), d0, vec, u);
-      if (a.rotate_q) store_consecutive(q_stage + r * C::ldo + d0, u);
-      else store_q16(r, d0, u);
-    }
-    if (!a.rotate_q) return;
-    platform::sync_threads();
-    rotate_whole_groups<false, G>(
-        C::rows, tid, C::threads,
-        [&](int r, int d, float(&u)[block_values]) { load_consecutive(q_stage + r * C::ldo + d, u); },
-        [&](int r, int d, const float(&u)[block_values]) {
-          TURBO3_UNROLL
-          for (int k = 0; k < rotation_runs; ++k) store_q16(r, d + k * kv::chunk_values, u + k * kv::chunk_values);
-        });
-    return;
-  }
   static_assert(C::rows % 8 == 0, "the rotation takes rows in octets");
   rotate_runs<false, G>(
       C::rows, false, tid, C::threads,

@@ -25,11 +25,11 @@
 // Measured on an H200 (bench/RESULTS.md, thirteenth session): D = 256 causal pp4096, f16 420 us,
 // turbo3 566 us, against 785 / 830 us with the fragment kernel.
 //
-// The warp-specialized form (mma_wg_producer_body, below) gives the filling to a third warpgroup
-// of its own: the two that multiply never decode or copy, and the producer runs up to a buffer
-// ahead of them. Taken by default for turbo3 and for f16 with a mask (mma_wg_specialized_by_default).
-// Fourteenth session, H200, pp4096: turbo3 451 us causal, 596 us masked (this kernel 484 / 706),
-// f16 masked 531 us (595).
+// The warp-specialized form (mma_wg_producer_body, below) gives the filling to warpgroups of its
+// own (two for turbo3, one for f16): the two that multiply never decode or copy, and the producers
+// run up to a buffer ahead of them. Taken by default for turbo3 and for f16 with a mask
+// (mma_wg_specialized_by_default). Fifteenth session, H200, pp4096: turbo3 420 us causal, 571 us
+// masked (this kernel 484 / 706), f16 masked 528 us (595).
 #pragma once
 
 #include <cstddef>
@@ -406,26 +406,36 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
   wg_store_out<D, VL, C>(a, o_acc, m_lane, l_lane, warp, kv_head, head_group, q_tile, seq, tid);
 }
 
-// ---- warp-specialized form: one producer warpgroup fills the K/V tiles, two consume them ---------
-// The producer (warpgroup 0, few registers) stages the raw rows with cp.async and decodes them
-// (turbo3) or copies the f16 rows (f16) into the two K and V buffers; the consumers (warpgroups 1
-// and 2, rows 0..63 and 64..127) only multiply and run the softmax, with the registers the producer
-// handed back. Named barriers pass each buffer between them: full (the producer's writes are done)
-// and empty (both consumers' multiplies that read it have finished).
-template <int D>
+// ---- warp-specialized form: producer warpgroups fill the K/V tiles, two consume them -------------
+// The producers (the first PRODUCER_WARPGROUPS warpgroups, few registers) stage the raw rows with
+// cp.async and decode them (turbo3) or copy the f16 rows (f16) into the two K and V buffers; the
+// consumers (the last two warpgroups, rows 0..63 and 64..127) only multiply and run the softmax,
+// with the registers the producers handed back. Named barriers pass each buffer between them: full
+// (the producers' writes are done) and empty (both consumers' multiplies that read it have
+// finished). turbo3 takes two producer warpgroups: the decode is what the consumers wait for, and
+// a second producer warp per scheduler decodes beside the first (H200, fifteenth session: 1.07x
+// causal, 1.04-1.05x masked against one; one producer with 72 registers and 8 chunks per round
+// instead of 4 gained nothing, so it is the issue slots of a second warp, not the ILP of one).
+template <int D, int PRODUCER_WARPGROUPS>
 struct wg_producer_config : wg_config<D> {
-  static constexpr int consumer_warpgroups = 2, producer_threads = 128;
-  static constexpr int threads = producer_threads + 128 * consumer_warpgroups;
-  static constexpr int producer_registers = 56, consumer_registers = 224;
+  static constexpr int producer_warpgroups = PRODUCER_WARPGROUPS, consumer_warpgroups = 2;
+  static constexpr int producer_threads = 128 * producer_warpgroups, consumer_threads = 128 * consumer_warpgroups;
+  static constexpr int threads = producer_threads + consumer_threads;
+  // Registers per thread after the split: the consumers hold O (128 f32 at D = 256), S and P and
+  // spill below 216; one producer warpgroup decodes 4 chunks per round in 56, two decode 2 in 40.
+  static constexpr int producer_registers = producer_warpgroups == 1 ? 56 : 40;
+  static constexpr int consumer_registers = producer_warpgroups == 1 ? 224 : 216;
+  static constexpr int decode_batch = producer_warpgroups == 1 ? 4 : 2;  // chunks whose stage loads go out together
   // The shares must fit what the launch gave the work-group (the compiler's per-thread cap for
-  // `threads`, 168 here), not the whole register file: a consumer's setmaxnreg.inc waits until
-  // the registers it asks for are free, so asking for more than the producer hands back hangs.
+  // `threads`: 168 at 384, 128 at 512), not the whole register file: a consumer's setmaxnreg.inc
+  // waits until the registers it asks for are free, so asking for more than the producers hand
+  // back hangs.
   static constexpr int launch_registers = 65536 / threads / 8 * 8;
-  static_assert(producer_registers * producer_threads + consumer_registers * 128 * consumer_warpgroups <=
+  static_assert(producer_registers * producer_threads + consumer_registers * consumer_threads <=
                     launch_registers * threads,
                 "more registers than the launch gives the work-group");
   static_assert(wg_config<D>::rows == 64 * consumer_warpgroups, "64 rows per consumer warpgroup");
-  // Named barriers (0 is sync_threads): the producer's own, then per buffer b full / empty of K / V.
+  // Named barriers (0 is sync_threads): the producers' own, then per buffer b full / empty of K / V.
   static constexpr int bar_producer = 1, bar_k_full = 2, bar_v_full = 4, bar_k_empty = 6, bar_v_empty = 8;
 };
 
@@ -494,7 +504,7 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
     constexpr int key_step = PT / C::chunks;
     const int chunk_c = tid % C::chunks, key0 = tid / C::chunks;
     const int piece_lo = wg_piece(key0, 2 * chunk_c, C::keys), piece_hi = wg_piece(key0, 2 * chunk_c + 1, C::keys);
-    constexpr int per_thread = C::keys / key_step, batch = 4;
+    constexpr int per_thread = C::keys / key_step, batch = C::decode_batch;
     static_assert(per_thread % batch == 0, "whole rounds");
     const int j0 = t * C::keys, n_valid = min(C::keys, kv_end - j0);
     const char* const st = reinterpret_cast<const char*>(ring_slot(t, v_side));
@@ -550,19 +560,28 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
     }
   }
 
-  // ---- Q (every thread), each row's window ---------------------------------------------------------
-  mma_load_q<D, L, C>(
-      a, [&](int r, int d) { return reinterpret_cast<uint16_t*>(q16 + wg_piece(r, d / 8, C::rows)) + d % 8; }, q_stage,
-      kv_head, head_group, q_tile, seq, tid);
+  // ---- setup: Q's runs (every thread), its rotation (the consumers, with the registers of the
+  // split: a whole 128-value group per thread), each row's window (every thread). The Q staging
+  // rows lie over the K/V buffers and the row scratch: nothing else writes them before the
+  // barrier that ends the rotation.
+  const auto q16_at = [&](int r, int d) { return reinterpret_cast<uint16_t*>(q16 + wg_piece(r, d / 8, C::rows)) + d % 8; };
+  mma_load_q_runs<D, L, C>(a, q16_at, q_stage, kv_head, head_group, q_tile, seq, tid, ALL);
   platform::shared_writes_to_async();
-  platform::sync_threads();  // the staging rows are reused by the K/V tiles
+  platform::sync_threads();
+  // After the rotation: each row's window (with a mask, every thread reads mask rows), and the
+  // number of key tiles. Called in each role's own branch, so that no code runs under both
+  // register shares.
   auto window_end = [&](const tile_row& row) { return prefill_window_end(a, row, kv_end); };
-  if (a.mask) kv_end = mask_visible_ends<C::rows, ALL>(a, kv_head, head_group, q_tile, seq, tid, mask_end_s, window_end);
-  const int n_tiles = (kv_end + C::keys - 1) / C::keys;
+  auto key_tiles = [&] {
+    platform::sync_threads();  // the rotation is done: the row scratch and the K/V buffers are free
+    if (a.mask) kv_end = mask_visible_ends<C::rows, ALL>(a, kv_head, head_group, q_tile, seq, tid, mask_end_s, window_end);
+    return (kv_end + C::keys - 1) / C::keys;
+  };
 
   if (producer) {
-    // ---- producer: tile t into buffer t % 2 once the consumers are done with tile t - 2 ------------
+    // ---- producers: tile t into buffer t % 2 once the consumers are done with tile t - 2 -----------
     platform::wg_registers_down<C::producer_registers>();
+    const int n_tiles = key_tiles();
     if constexpr (t3) {
       const turbo3_lut lut = lut_in_registers(a.lut);
       for (int t = 0; t < n_tiles; ++t) {
@@ -606,6 +625,11 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   // ---- consumers: warp cw of 8, warpgroup cwg of 2 -------------------------------------------------
   platform::wg_registers_up<C::consumer_registers>();
   const int ctid = tid - PT, cw = ctid / C::wave, cwg = cw / 4;
+  if (a.rotate_q) {
+    mma_rotate_q_groups<D, L, C>(q16_at, q_stage, ctid, ALL - PT);
+    platform::shared_writes_to_async();
+  }
+  const int n_tiles = key_tiles();
   auto row_window_end = [&](const tile_row& row, int r) {
     return a.mask ? min(window_end(row), mask_visible_end_of(a, mask_end_s, r)) : window_end(row);
   };
@@ -681,9 +705,10 @@ inline bool mma_wg_applies(const attention_params& p) {
 }
 
 // Which warpgroup form `mma_variant::automatic` takes: the warp-specialized one for turbo3 (its
-// producer decodes beside the multiplies: 1.07-1.09x causal, 1.16-1.19x masked at pp512-pp4096)
-// and for f16 with a mask (1.09-1.12x); f16 without one keeps two warpgroups (the specialized form
-// 1-3% slower at pp4096). H200, D = 256, fourteenth session.
+// producers decode beside the multiplies: 1.07-1.09x causal, 1.16-1.19x masked at pp512-pp4096
+// with one producer warpgroup, fourteenth session; two made it 1.07x / 1.05x faster again) and
+// for f16 with a mask (1.09-1.12x); f16 without one keeps two warpgroups (the specialized form
+// 1-2% slower at pp4096). H200, D = 256.
 inline bool mma_wg_specialized_by_default(const attention_params& p) {
   return p.k.type == data_type::turbo3 || p.mask.data != nullptr;
 }
@@ -691,7 +716,9 @@ inline bool mma_wg_specialized_by_default(const attention_params& p) {
 template <int D, class L>
 status launch_mma_wg(const attention_params& p, bool specialized, hipStream_t stream) {
   if (specialized) {
-    using C = wg_producer_config<D>;
+    // turbo3: two producer warpgroups (the decode wants their issue slots: 3-5% faster than one at
+    // pp2048 / pp4096, H200, fifteenth session); f16: one (it only copies).
+    using C = wg_producer_config<D, L::type == data_type::turbo3 ? 2 : 1>;
     const tile_args a = make_tile_args(p, C::rows, p.k.type, p.v.type);
     static const bool limit_raised = raise_smem_limit(&mma_wg_producer_kernel<D, L, C>, C::smem_bytes);
     return launch_prefill_grid(&mma_wg_producer_kernel<D, L, C>, limit_raised, a, C::threads, C::smem_bytes, stream);
