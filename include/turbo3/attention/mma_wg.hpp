@@ -34,6 +34,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "turbo3/attention/mma.hpp"
 #include "turbo3/platform/warpgroup_mma.hpp"
@@ -478,7 +479,23 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
     const char* src = (v_side ? v_head : k_head) + static_cast<int64_t>(j0 + row) * nb1;
     platform::async_destination to =
         platform::async_destination_of(ring_slot(t, v_side)) + row * C::raw_pitch + 16 * seg;
-    if (seg < C::raw_segments) {
+    // The common case: a whole tile of a view whose row stride is a multiple of 16 (every row
+    // sits as many bytes into its first segment as the first) that ends inside the view: what
+    // each thread copies is fixed for the tile, no test per row (the general loop below spent
+    // ~37 instructions per 16-byte copy, a quarter of the producers' instructions: H200 profile,
+    // fifteenth session).
+    const int shift0 = static_cast<int>(reinterpret_cast<uintptr_t>(src) & 15);
+    constexpr int passes = C::keys / per_pass;
+    const char* const last_end = (v_side ? v_head : k_head) + static_cast<int64_t>(j0 + C::keys - 1) * nb1 - shift0 +
+                                 16 * ((C::raw_row_bytes + shift0 + 15) / 16);
+    if (nb1 % 16 == 0 && n_valid == C::keys && last_end <= view_end) {
+      if (seg < C::raw_segments && 16 * seg < C::raw_row_bytes + shift0) {
+        const char* const from = src - shift0 + 16 * seg;
+        TURBO3_UNROLL
+        for (int pass = 0; pass < passes; ++pass)
+          platform::async_copy<16>(to + pass * per_pass * C::raw_pitch, from + pass * per_pass * nb1);
+      }
+    } else if (seg < C::raw_segments) {
 #pragma unroll 1  // unrolled, the compiler hoists each pass's addresses: more than the producer's registers
       for (int key = row; key < n_valid; key += per_pass) {
         const int shift = static_cast<int>(reinterpret_cast<uintptr_t>(src) & 15);
@@ -512,24 +529,36 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
     // A row sits in its own slot row, (its address & 15) bytes in (issue_stage).
     const uint32_t low0 = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(v_side ? v_head : k_head)) +
                           static_cast<uint32_t>(j0) * step;
+    // WHOLE: a whole tile of a view whose row stride is a multiple of 16 (the common case): every
+    // row sits (low0 & 15) bytes into its slot row and every key is valid, so a thread's stage
+    // reads are one address plus constants.
+    auto rounds = [&](auto whole_c) {
+      constexpr bool whole = decltype(whole_c)::value;
+      const char* const first = st + key0 * C::raw_pitch + (low0 & 15u);
 #pragma unroll 1
-    for (int u0 = 0; u0 < per_thread; u0 += batch) {
-      mma_raw<L> raw[batch];
-      TURBO3_UNROLL
-      for (int u = 0; u < batch; ++u) {
-        const uint32_t key = static_cast<uint32_t>(key0 + key_step * (u0 + u));
-        mma_load_raw<L>(raw[u], st + key * C::raw_pitch + ((low0 + key * step) & 15u), chunk_c,
-                        static_cast<int>(key) < n_valid);
+      for (int u0 = 0; u0 < per_thread; u0 += batch) {
+        mma_raw<L> raw[batch];
+        TURBO3_UNROLL
+        for (int u = 0; u < batch; ++u) {
+          const uint32_t key = static_cast<uint32_t>(key0 + key_step * (u0 + u));
+          if constexpr (whole)
+            mma_load_raw<L>(raw[u], first + key_step * (u0 + u) * C::raw_pitch, chunk_c, true);
+          else
+            mma_load_raw<L>(raw[u], st + key * C::raw_pitch + ((low0 + key * step) & 15u), chunk_c,
+                            static_cast<int>(key) < n_valid);
+        }
+        TURBO3_UNROLL
+        for (int u = 0; u < batch; ++u) {
+          uint32_t w[8];
+          mma_decode_row_chunk<L>(raw[u], lut, w);
+          unsigned char* const row = dst + (u0 + u) * key_step * 128;  // 128-byte swizzled rows
+          *reinterpret_cast<uint4*>(row + piece_lo) = make_uint4(w[0], w[1], w[2], w[3]);
+          *reinterpret_cast<uint4*>(row + piece_hi) = make_uint4(w[4], w[5], w[6], w[7]);
+        }
       }
-      TURBO3_UNROLL
-      for (int u = 0; u < batch; ++u) {
-        uint32_t w[8];
-        mma_decode_row_chunk<L>(raw[u], lut, w);
-        unsigned char* const row = dst + (u0 + u) * key_step * 128;  // 128-byte swizzled rows
-        *reinterpret_cast<uint4*>(row + piece_lo) = make_uint4(w[0], w[1], w[2], w[3]);
-        *reinterpret_cast<uint4*>(row + piece_hi) = make_uint4(w[4], w[5], w[6], w[7]);
-      }
-    }
+    };
+    if ((step & 15u) == 0 && n_valid == C::keys) rounds(std::true_type{});
+    else rounds(std::false_type{});
   };
   // f16: K and V of tile t into buffer b (one commit group); keys past the tile are zeros.
   auto copy_tile = [&](int t, int b) {
