@@ -47,13 +47,14 @@ enum class vec_variant {
 enum class mma_variant {
   automatic,  // where warpgroup multiplies apply: `warp_specialized` for turbo3 and for f16 with a
               // mask, `warpgroup` for f16 without one (measured on an H200: bench/RESULTS.md,
-              // fourteenth session); elsewhere `fragment`
+              // fourteenth and fifteenth sessions); elsewhere `fragment`
   fragment,   // 16x16x16 fragment multiplies (every matrix-core target)
   warpgroup,  // warpgroup multiplies from shared memory, two warpgroups that fill the K/V tiles and
               // multiply (NVIDIA sm_90 in builds for sm_90a that define TURBO3_WARPGROUP_MMA_BUILT;
               // D 256, K and V both f16 or both turbo3)
-  warp_specialized,  // warpgroup multiplies with a producer warpgroup that fills the K/V tiles
-                     // while two others only multiply and run the softmax (same coverage)
+  warp_specialized,  // warpgroup multiplies with producer warpgroups (two for turbo3, one for f16)
+                     // that fill the K/V tiles while two others only multiply and run the softmax
+                     // (same coverage)
 };
 
 struct launch_options {
