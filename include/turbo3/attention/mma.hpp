@@ -483,6 +483,17 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_plain_fragments(const tile_a
 
 // ---- Q prologue and output epilogue ----------------------------------------------------------------
 
+// Where Q row r of a work-group starts in the caller's Q (null for a padding row).
+TURBO3_DEVICE TURBO3_FORCEINLINE const char* mma_q_row(const tile_args& a, int r, int kv_head, int head_group,
+                                                      int q_tile, int seq) {
+  const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);
+  return row.query < 0 ? nullptr : a.q + row.query * a.q_nb1 + row.head * a.q_nb2 + seq * a.q_nb3;
+}
+// Whether every Q row is 16-byte aligned (mma_load_q_run's vec).
+TURBO3_DEVICE TURBO3_FORCEINLINE bool mma_q_rows_aligned16(const tile_args& a) {
+  return ((reinterpret_cast<uintptr_t>(a.q) | static_cast<uintptr_t>(a.q_nb1 | a.q_nb2 | a.q_nb3)) & 15) == 0;
+}
+
 // 16 consecutive Q values of a row from dimension d0, prescaled; zeros for a padding row (null).
 // vec: every Q row is 16-byte aligned, so the run is read with 16-byte loads.
 TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q_run(const tile_args& a, const char* row, int d0, bool vec,
@@ -632,17 +643,6 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_fragments(const tile_args& a
   }
 }
 
-// Q as f16 in K's slot order (q16_at(r, d): where value d of row r goes), prescaled and, when asked,
-// rotated. Items are runs of 16 consecutive values of a row, in row order, so a warp reads
-// contiguous stretches of whole rows (2 KB at D = 256 with float32 Q). Without the rotation each
-// thread converts its runs straight into q16. With it the runs go to the float32 staging rows first; then, on NVIDIA, each thread
-// rotates a whole 128-value group in registers (rotate_whole_groups) and writes it to q16; on AMD
-// (whole_group_rotation_fits) the first pass of the two-pass rotation runs on the runs as they
-// arrive and the second writes f16 straight into q16. The caller synchronizes before reading q16.
-// Measured on an H200 (D = 256, pp512): the two passes cost each work-group about 4 us more than no
-// rotation (5.9 us with rows first), whole groups about 1.7 us.
-// q16_at(r, d): where the f16 value in slot position d of row r goes (pieces of 8 slots from a
-// multiple of 8 are contiguous and 16-byte aligned).
 // 16 values of a row from dimension d0 (float32, natural order) as f16 pairs in K's slot order.
 template <class KL, class Q16At>
 TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_q16(Q16At q16_at, int r, int d0, const float* u) {
@@ -659,14 +659,11 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_q16(Q16At q16_at, int r, int d0,
 template <int D, class KL, class C, class Q16At>
 TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q_runs(const tile_args& a, Q16At q16_at, float* q_stage, int kv_head,
                                                      int head_group, int q_tile, int seq, int tid, int n_threads) {
-  const bool vec = ((reinterpret_cast<uintptr_t>(a.q) | static_cast<uintptr_t>(a.q_nb1 | a.q_nb2 | a.q_nb3)) &
-                    15) == 0;
+  const bool vec = mma_q_rows_aligned16(a);
   for (int item = tid; item < C::rows * C::chunks; item += n_threads) {
     const int r = item / C::chunks, d0 = (item % C::chunks) * kv::chunk_values;
-    const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);
-    const char* src = row.query < 0 ? nullptr : a.q + row.query * a.q_nb1 + row.head * a.q_nb2 + seq * a.q_nb3;
     float u[kv::chunk_values];
-    mma_load_q_run(a, src, d0, vec, u);
+    mma_load_q_run(a, mma_q_row(a, r, kv_head, head_group, q_tile, seq), d0, vec, u);
     if (a.rotate_q) store_consecutive(q_stage + r * C::ldo + d0, u);
     else mma_store_q16<KL>(q16_at, r, d0, u);
   }
@@ -686,6 +683,17 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_rotate_q_groups(Q16At q16_at, const fl
       });
 }
 
+// Q as f16 in K's slot order (q16_at(r, d): where value d of row r goes), prescaled and, when asked,
+// rotated. Items are runs of 16 consecutive values of a row, in row order, so a warp reads
+// contiguous stretches of whole rows (2 KB at D = 256 with float32 Q). Without the rotation each
+// thread converts its runs straight into q16. With it the runs go to the float32 staging rows first; then, on NVIDIA, each thread
+// rotates a whole 128-value group in registers (rotate_whole_groups) and writes it to q16; on AMD
+// (whole_group_rotation_fits) the first pass of the two-pass rotation runs on the runs as they
+// arrive and the second writes f16 straight into q16. The caller synchronizes before reading q16.
+// Measured on an H200 (D = 256, pp512): the two passes cost each work-group about 4 us more than no
+// rotation (5.9 us with rows first), whole groups about 1.7 us.
+// q16_at(r, d): where the f16 value in slot position d of row r goes (pieces of 8 slots from a
+// multiple of 8 are contiguous and 16-byte aligned).
 template <int D, class KL, class C, class Q16At>
 TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q(const tile_args& a, Q16At q16_at, float* q_stage, int kv_head,
                                                 int head_group, int q_tile, int seq, int tid) {
@@ -696,17 +704,14 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q(const tile_args& a, Q16At q16_a
     mma_rotate_q_groups<D, KL, C>(q16_at, q_stage, tid, C::threads);
     return;
   }
-  const bool vec = ((reinterpret_cast<uintptr_t>(a.q) | static_cast<uintptr_t>(a.q_nb1 | a.q_nb2 | a.q_nb3)) &
-                    15) == 0;
-  auto row_of = [&](int r) -> const char* {
-    const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);
-    return row.query < 0 ? nullptr : a.q + row.query * a.q_nb1 + row.head * a.q_nb2 + seq * a.q_nb3;
-  };
+  const bool vec = mma_q_rows_aligned16(a);
   constexpr int G = D / block_values;
   static_assert(C::rows % 8 == 0, "the rotation takes rows in octets");
   rotate_runs<false, G>(
       C::rows, false, tid, C::threads,
-      [&](int r, int d, float(&u)[rotation_run_values]) { mma_load_q_run(a, row_of(r), d, vec, u); },
+      [&](int r, int d, float(&u)[rotation_run_values]) {
+        mma_load_q_run(a, mma_q_row(a, r, kv_head, head_group, q_tile, seq), d, vec, u);
+      },
       [&](int r, int d, const float(&u)[rotation_run_values]) { store_consecutive(q_stage + r * C::ldo + d, u); });
   platform::sync_threads();
   rotate_columns<false, G>(

@@ -146,6 +146,27 @@ TURBO3_DEVICE TURBO3_FORCEINLINE unsigned char* wg_shared_base() {
          ((1024u - (platform::shared_address_of(mma_wg_smem4) & 1023u)) & 1023u);
 }
 
+// The shared memory of a warpgroup kernel, as wg_config lays it out, from its 1024-byte boundary.
+template <class C>
+struct wg_smem {
+  unsigned char* const base;
+  TURBO3_DEVICE TURBO3_FORCEINLINE wg_smem() : base(wg_shared_base()) {}
+  TURBO3_DEVICE TURBO3_FORCEINLINE unsigned char* q16() const { return base; }  // Q: f16, swizzled, [rows][D]
+  // Where Q's value in slot position d of row r goes (mma_load_q's q16_at).
+  TURBO3_DEVICE TURBO3_FORCEINLINE uint16_t* q16_at(int r, int d) const {
+    return reinterpret_cast<uint16_t*>(base + wg_piece(r, d / 8, C::rows)) + d % 8;
+  }
+  TURBO3_DEVICE TURBO3_FORCEINLINE unsigned char* k16(int b) const { return base + C::off_k + b * C::kv_bytes; }
+  TURBO3_DEVICE TURBO3_FORCEINLINE unsigned char* v16(int b) const { return base + C::off_v + b * C::kv_bytes; }
+  // turbo3: slot t % 2 of the K ring (v_side false) or of the V ring, after it.
+  TURBO3_DEVICE TURBO3_FORCEINLINE unsigned char* ring_slot(int t, bool v_side) const {
+    return base + C::off_stage + ((v_side ? 2 : 0) + t % 2) * C::raw_tile_bytes;
+  }
+  // [rows][ldo] float32: the Q prologue's staging rows, over the K/V buffers and the row scratch.
+  TURBO3_DEVICE TURBO3_FORCEINLINE float* q_stage() const { return reinterpret_cast<float*>(base + C::off_k); }
+  TURBO3_DEVICE TURBO3_FORCEINLINE int* mask_end() const { return reinterpret_cast<int*>(base + C::off_row); }  // [rows]
+};
+
 template <int D, class KL, class VL, class C>
 TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
   using platform::frag_a;
@@ -156,13 +177,9 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
   // causal, 12-20% masked: two sets of P spill next to O).
   constexpr bool pipelined = t3;
   static_assert(KL::type == VL::type, "K and V of one type");
-  unsigned char* const smem = wg_shared_base();
-  unsigned char* const q16 = smem;
-  auto k16_of = [&](int b) { return smem + C::off_k + b * C::kv_bytes; };
-  auto v16_of = [&](int b) { return smem + C::off_v + b * C::kv_bytes; };
-  unsigned char* const stages = smem + C::off_stage;
-  float* const q_stage = reinterpret_cast<float*>(smem + C::off_k);  // [rows][ldo] (Q prologue)
-  int* const mask_end_s = reinterpret_cast<int*>(smem + C::off_row);  // [rows]
+  const wg_smem<C> sm;
+  float* const q_stage = sm.q_stage();
+  int* const mask_end_s = sm.mask_end();
 
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / C::wave, wg = warp / 4;
@@ -175,8 +192,6 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
   const char* const v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
 
   // ---- tile fills ---------------------------------------------------------------------------------
-  // turbo3: slot t % 2 of the K ring (v_side false) or of the V ring, after it.
-  auto ring_slot = [&](int t, bool v_side) { return stages + ((v_side ? 2 : 0) + t % 2) * C::raw_tile_bytes; };
   // turbo3: the raw rows of K (v_side false) or V of tile t into slot t % 2 of their ring, in
   // 16-byte segments from the aligned segment holding a row's first byte (a row sits
   // (its address & 15) bytes into its slot; nothing past the view's end is read), one lane per
@@ -186,7 +201,7 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
     const char* const head = v_side ? v_head : k_head;
     const int64_t nb1 = v_side ? a.v_nb1 : a.k_nb1;
     const char* const view_end = v_side ? a.v_end : a.k_end;
-    const platform::async_destination ring = platform::async_destination_of(ring_slot(t, v_side));
+    const platform::async_destination ring = platform::async_destination_of(sm.ring_slot(t, v_side));
     constexpr int per_pass = C::threads / C::raw_row_lanes;
     const int seg = tid % C::raw_row_lanes, slot = tid / C::raw_row_lanes;
     TURBO3_UNROLL
@@ -216,7 +231,7 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
     constexpr int per_thread = C::keys * C::chunks / C::threads, batch = 2;
     static_assert(per_thread % batch == 0, "whole rounds");
     const int j0 = t * C::keys, n_valid = min(C::keys, kv_end - j0);
-    const char* const st = reinterpret_cast<const char*>(ring_slot(t, v_side));
+    const char* const st = reinterpret_cast<const char*>(sm.ring_slot(t, v_side));
     const uint32_t step = static_cast<uint32_t>(v_side ? a.v_nb1 : a.k_nb1);
     const uint32_t low0 = (v_side ? v_low : k_low) + static_cast<uint32_t>(j0) * step;
     TURBO3_UNROLL
@@ -243,8 +258,8 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
   auto copy_tile = [&](int t, int b) {
     constexpr int per_thread = C::keys * C::pieces / C::threads;
     const int j0 = t * C::keys, n_valid = min(C::keys, kv_end - j0);
-    const platform::async_destination kd = platform::async_destination_of(k16_of(b));
-    const platform::async_destination vd = platform::async_destination_of(v16_of(b));
+    const platform::async_destination kd = platform::async_destination_of(sm.k16(b));
+    const platform::async_destination vd = platform::async_destination_of(sm.v16(b));
     TURBO3_UNROLL
     for (int u = 0; u < per_thread; ++u) {
       const int item = tid + C::threads * u, key = item / C::pieces, p = item % C::pieces;
@@ -271,7 +286,7 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
 
   // ---- Q: prescaled, rotated when asked, f16 in K's slot order, swizzled -------------------------
   mma_load_q<D, KL, C>(
-      a, [&](int r, int d) { return reinterpret_cast<uint16_t*>(q16 + wg_piece(r, d / 8, C::rows)) + d % 8; }, q_stage,
+      a, [&](int r, int d) { return sm.q16_at(r, d); }, q_stage,
       kv_head, head_group, q_tile, seq, tid);
   platform::shared_writes_to_async();
   platform::sync_threads();  // the staging rows are reused by the K/V tiles
@@ -294,18 +309,18 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
   const int n_tiles = (kv_end + C::keys - 1) / C::keys;
   if constexpr (pipelined) {
     for (int i = tid; i < static_cast<int>(C::kv_bytes / 16); i += C::threads)
-      reinterpret_cast<uint4*>(v16_of(1))[i] = make_uint4(0u, 0u, 0u, 0u);
+      reinterpret_cast<uint4*>(sm.v16(1))[i] = make_uint4(0u, 0u, 0u, 0u);
   }
   platform::async_wait<0>();
   if constexpr (t3) {
     platform::sync_threads();
-    decode_tile(0, false, k16_of(0));
-    if constexpr (!pipelined) decode_tile(0, true, v16_of(0));
+    decode_tile(0, false, sm.k16(0));
+    if constexpr (!pipelined) decode_tile(0, true, sm.v16(0));
   }
   platform::shared_writes_to_async();
   platform::sync_threads();
 
-  const wg_multiplies<C> mul(q16, k16_of(0), v16_of(0), wg);
+  const wg_multiplies<C> mul(sm.q16(), sm.k16(0), sm.v16(0), wg);
 
   // No branch between a multiply's issue and its wait (the compiler would serialize around one):
   // every warpgroup multiplies every tile (one whose rows see none of its keys gets zero
@@ -339,8 +354,8 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
     platform::wg_fence();
     mul.issue_s(s_acc, b);
     mul.issue_pv(o_acc, pa, b ^ 1);  // tile t - 1
-    decode_tile(t + 1, false, k16_of(b ^ 1));
-    decode_tile(t, true, v16_of(b));
+    decode_tile(t + 1, false, sm.k16(b ^ 1));
+    decode_tile(t, true, sm.v16(b));
     platform::wg_wait<1>();  // S of tile t
     platform::wg_hold(s_acc);
 
@@ -382,7 +397,7 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
     frag_acc s_acc[C::n_tiles_k];
     platform::wg_fence();
     mul.issue_s(s_acc, b);
-    if constexpr (t3) decode_tile(t + 1, false, k16_of(b ^ 1));
+    if constexpr (t3) decode_tile(t + 1, false, sm.k16(b ^ 1));
     platform::wg_wait<0>();
     platform::wg_hold(s_acc);
 
@@ -393,7 +408,7 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
     for (int ks = 0; ks < C::n_tiles_k; ++ks) platform::wg_hold(pa[ks]);
     platform::wg_fence();
     mul.issue_pv(o_acc, pa, b);
-    if constexpr (t3) decode_tile(t + 1, true, v16_of(b ^ 1));
+    if constexpr (t3) decode_tile(t + 1, true, sm.v16(b ^ 1));
     platform::wg_wait<0>();
     platform::wg_hold(o_acc);
 
@@ -446,13 +461,9 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   using platform::frag_acc;
   constexpr bool t3 = L::type == data_type::turbo3;
   constexpr int PT = C::producer_threads, ALL = C::threads;
-  unsigned char* const smem = wg_shared_base();
-  unsigned char* const q16 = smem;
-  auto k16_of = [&](int b) { return smem + C::off_k + b * C::kv_bytes; };
-  auto v16_of = [&](int b) { return smem + C::off_v + b * C::kv_bytes; };
-  unsigned char* const stages = smem + C::off_stage;
-  float* const q_stage = reinterpret_cast<float*>(smem + C::off_k);  // [rows][ldo] (Q prologue)
-  int* const mask_end_s = reinterpret_cast<int*>(smem + C::off_row);  // [rows]
+  const wg_smem<C> sm;
+  float* const q_stage = sm.q_stage();
+  int* const mask_end_s = sm.mask_end();
 
   const int tid = static_cast<int>(threadIdx.x);
   const bool producer = tid < PT;
@@ -463,8 +474,6 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   const char* const v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
 
   // ---- the producer's fills (thread tid of PT) -----------------------------------------------------
-  // turbo3: slot t % 2 of the K ring (v_side false) or of the V ring.
-  auto ring_slot = [&](int t, bool v_side) { return stages + ((v_side ? 2 : 0) + t % 2) * C::raw_tile_bytes; };
   // turbo3: the raw rows of K or V of tile t into their ring slot, in 16-byte segments from the
   // aligned segment holding a row's first byte (a row sits (its address & 15) bytes into its slot
   // row), one lane per segment: a thread copies segment `seg` of rows `row`, row + per_pass, ...,
@@ -478,7 +487,7 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
     const char* const view_end = v_side ? a.v_end : a.k_end;
     const char* src = (v_side ? v_head : k_head) + static_cast<int64_t>(j0 + row) * nb1;
     platform::async_destination to =
-        platform::async_destination_of(ring_slot(t, v_side)) + row * C::raw_pitch + 16 * seg;
+        platform::async_destination_of(sm.ring_slot(t, v_side)) + row * C::raw_pitch + 16 * seg;
     // The common case: a whole tile of a view whose row stride is a multiple of 16 (every row
     // sits as many bytes into its first segment as the first) that ends inside the view: what
     // each thread copies is fixed for the tile, no test per row (the general loop below spent
@@ -524,7 +533,7 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
     constexpr int per_thread = C::keys / key_step, batch = C::decode_batch;
     static_assert(per_thread % batch == 0, "whole rounds");
     const int j0 = t * C::keys, n_valid = min(C::keys, kv_end - j0);
-    const char* const st = reinterpret_cast<const char*>(ring_slot(t, v_side));
+    const char* const st = reinterpret_cast<const char*>(sm.ring_slot(t, v_side));
     const uint32_t step = static_cast<uint32_t>(v_side ? a.v_nb1 : a.k_nb1);
     // A row sits in its own slot row, (its address & 15) bytes in (issue_stage).
     const uint32_t low0 = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(v_side ? v_head : k_head)) +
@@ -540,12 +549,13 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
         mma_raw<L> raw[batch];
         TURBO3_UNROLL
         for (int u = 0; u < batch; ++u) {
-          const uint32_t key = static_cast<uint32_t>(key0 + key_step * (u0 + u));
-          if constexpr (whole)
+          if constexpr (whole) {
             mma_load_raw<L>(raw[u], first + key_step * (u0 + u) * C::raw_pitch, chunk_c, true);
-          else
+          } else {
+            const uint32_t key = static_cast<uint32_t>(key0 + key_step * (u0 + u));
             mma_load_raw<L>(raw[u], st + key * C::raw_pitch + ((low0 + key * step) & 15u), chunk_c,
                             static_cast<int>(key) < n_valid);
+          }
         }
         TURBO3_UNROLL
         for (int u = 0; u < batch; ++u) {
@@ -564,8 +574,8 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   auto copy_tile = [&](int t, int b) {
     constexpr int per_thread = C::keys * C::pieces / PT;
     const int j0 = t * C::keys, n_valid = min(C::keys, kv_end - j0);
-    const platform::async_destination kd = platform::async_destination_of(k16_of(b));
-    const platform::async_destination vd = platform::async_destination_of(v16_of(b));
+    const platform::async_destination kd = platform::async_destination_of(sm.k16(b));
+    const platform::async_destination vd = platform::async_destination_of(sm.v16(b));
 #pragma unroll 2
     for (int u = 0; u < per_thread; ++u) {
       const int item = tid + PT * u, key = item / C::pieces, p = item % C::pieces;
@@ -593,7 +603,7 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   // split: a whole 128-value group per thread), each row's window (every thread). The Q staging
   // rows lie over the K/V buffers and the row scratch: nothing else writes them before the
   // barrier that ends the rotation.
-  const auto q16_at = [&](int r, int d) { return reinterpret_cast<uint16_t*>(q16 + wg_piece(r, d / 8, C::rows)) + d % 8; };
+  const auto q16_at = [&](int r, int d) { return sm.q16_at(r, d); };
   mma_load_q_runs<D, L, C>(a, q16_at, q_stage, kv_head, head_group, q_tile, seq, tid, ALL);
   platform::shared_writes_to_async();
   platform::sync_threads();
@@ -618,11 +628,11 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
         platform::async_wait<2>();  // this thread's rows of tile t (tile t + 1's may be in flight)
         platform::named_barrier_sync(C::bar_producer, PT);  // everyone's rows of tile t
         if (t >= 2) platform::named_barrier_sync(C::bar_k_empty + b, ALL);
-        decode_tile(t, false, k16_of(b), lut);
+        decode_tile(t, false, sm.k16(b), lut);
         platform::shared_writes_to_async();
         platform::named_barrier_arrive(C::bar_k_full + b, ALL);
         if (t >= 2) platform::named_barrier_sync(C::bar_v_empty + b, ALL);
-        decode_tile(t, true, v16_of(b), lut);
+        decode_tile(t, true, sm.v16(b), lut);
         platform::shared_writes_to_async();
         platform::named_barrier_arrive(C::bar_v_full + b, ALL);
         platform::named_barrier_sync(C::bar_producer, PT);  // ring slot t % 2 read by everyone
@@ -669,7 +679,7 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   frag_acc o_acc[C::n_tiles_d];
   TURBO3_UNROLL
   for (int n = 0; n < C::n_tiles_d; ++n) platform::frag_zero(o_acc[n]);
-  const wg_multiplies<C> mul(q16, k16_of(0), v16_of(0), cwg);
+  const wg_multiplies<C> mul(sm.q16(), sm.k16(0), sm.v16(0), cwg);
   // One tile at a time per consumer warpgroup (the two drift apart, so one's softmax runs beside
   // the other's multiplies). Overlapping a warpgroup's own softmax with its P V (two sets of P)
   // spilled at the consumers' 224 registers and was 5-19% slower (H200, fourteenth session).
