@@ -330,6 +330,17 @@ inline kernel_choice route(const attention_params& p, const launch_options& opt)
   return kernel_choice::vec;  // head dims neither prefill route has (512): VEC still serves them
 }
 
+// The MMA form a call runs: the one it forces, or the measured default.
+inline mma_form mma_form_of(mma_variant v, const attention_params& p) {
+  switch (v) {
+    case mma_variant::fragment: return mma_form::fragment;
+    case mma_variant::warpgroup: return mma_form::warpgroup;
+    case mma_variant::warp_specialized: return mma_form::warp_specialized;
+    case mma_variant::automatic: break;
+  }
+  return mma_wg_specialized_by_default(p) ? mma_form::warp_specialized : mma_form::warpgroup;
+}
+
 }  // namespace detail
 
 // Bytes of workspace flash_attention will ask the allocator for with these params and options
@@ -378,9 +389,7 @@ status flash_attention(const attention_params& p, Allocator& allocator, hipStrea
   if (s != status::ok) return s;
   const kernel_choice kernel = detail::route(p, opt);
   if (kernel == kernel_choice::mma) {
-    const bool specialized = opt.mma == mma_variant::warp_specialized ||
-                             (opt.mma == mma_variant::automatic && detail::mma_wg_specialized_by_default(p));
-    return detail::run_mma(p, opt.mma != mma_variant::fragment, specialized, allocator, stream);
+    return detail::run_mma(p, detail::mma_form_of(opt.mma, p), allocator, stream);
   }
   if (kernel == kernel_choice::tile || kernel == kernel_choice::materialize)
     return detail::run_prefill(p, allocator, stream, kernel == kernel_choice::materialize);

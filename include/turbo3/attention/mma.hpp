@@ -494,10 +494,11 @@ TURBO3_DEVICE TURBO3_FORCEINLINE bool mma_q_rows_aligned16(const tile_args& a) {
   return ((reinterpret_cast<uintptr_t>(a.q) | static_cast<uintptr_t>(a.q_nb1 | a.q_nb2 | a.q_nb3)) & 15) == 0;
 }
 
-// 16 consecutive Q values of a row from dimension d0, prescaled; zeros for a padding row (null).
+// 16 consecutive Q values of a row from dimension d0, times `prescale` (the softmax's q_prescale,
+// or that times rotation_scale for rotate_group_registers_prescaled); zeros for a padding row (null).
 // vec: every Q row is 16-byte aligned, so the run is read with 16-byte loads.
 TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q_run(const tile_args& a, const char* row, int d0, bool vec,
-                                                    float (&u)[kv::chunk_values]) {
+                                                    float prescale, float (&u)[kv::chunk_values]) {
   if (row == nullptr) {
     TURBO3_UNROLL
     for (int e = 0; e < kv::chunk_values; ++e) u[e] = 0.0f;
@@ -528,7 +529,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q_run(const tile_args& a, const c
     }
   }
   TURBO3_UNROLL
-  for (int e = 0; e < kv::chunk_values; ++e) u[e] *= a.q_prescale;
+  for (int e = 0; e < kv::chunk_values; ++e) u[e] *= prescale;
 }
 
 // ---- the output un-rotation on fragments (where accumulators are A operands: NVIDIA) -------------
@@ -536,9 +537,9 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q_run(const tile_args& a, const c
 // 0..7). The rotation's butterfly stages h = 1..8 stay inside a run: one multiply of each tile by a
 // 16x16 Hadamard matrix (entries +-1, exact in f16) on the matrix cores, with its rows and columns
 // in the orders the data comes and goes in. Stages h = 16, 32, 64 combine the same element of
-// different tiles: additions in each lane's registers. A lane's signs (before: folded into the
-// factor that rounds the input to f16; after: into the scale) are bits of the tables picked per
-// lane. Compared with un-rotating in shared memory: no shared memory, no barrier, and the 512
+// different tiles: additions in each lane's registers. A lane's signs (before: applied with the
+// factor that rounds the input to f16; after: with the scale) are bits of the tables picked per
+// lane, one word of nibbles per table (lane_sign_nibbles). Compared with un-rotating in shared memory: no shared memory, no barrier, and the 512
 // additions and 256 sign flips of stages h = 1..8 per group become 16 multiplies per warp; the
 // output is rounded to f16 once more on the way (as P and V, the operands it comes from, are).
 // Measured on an H200 (D = 256, pp512): the work-group's un-rotation cost 1.5 us in shared memory
@@ -567,6 +568,24 @@ TURBO3_DEVICE TURBO3_FORCEINLINE platform::frag_b hadamard16_b(In in, Out out) {
 template <bool S1>
 TURBO3_DEVICE TURBO3_FORCEINLINE float with_table_sign(float value, int r, int v) {
   return apply_sign(value, S1 ? rotation_s1_word(r / 2) : rotation_s2_word(r / 2), 16 * (r % 2) + v);
+}
+
+// A lane's sign bits of one table for the 8 runs of a group: nibble r is bits 16 (r % 2) + 4 t ..
+// + 3 of word r / 2 (S1: table s1, else s2), the four run values 4 t .. 4 t + 3 that lane t's
+// accumulator columns hold in a turbo3 slot order (slot_nibbles). The same for every group.
+template <bool S1>
+TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t lane_sign_nibbles(int t) {
+  uint32_t m = 0;
+  TURBO3_UNROLL
+  for (int r = 0; r < rotation_runs; ++r) {
+    const uint32_t word = S1 ? rotation_s1_word(r / 2) : rotation_s2_word(r / 2);
+    m |= ((word >> (16 * (r % 2))) >> (4 * t) & 0xFu) << (4 * r);
+  }
+  return m;
+}
+// value with its sign flipped where bit k of mask is set (k a constant once unrolled).
+TURBO3_DEVICE TURBO3_FORCEINLINE float flip_sign_by_bit(float value, uint32_t mask, int k) {
+  return platform::bits_to_float(platform::float_to_bits(value) ^ ((mask << (31 - k)) & 0x80000000u));
 }
 
 // Stages h = 16, 32, 64 of a group held as 8 run tiles.
@@ -609,6 +628,13 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_fragments(const tile_args& a
   auto out_value = [](int n) { return 4 * ((n & 7) >> 1) + 2 * (n >> 3) + (n & 1); };
   auto out_offset = [](int i) { return 2 * (i / 4) + i % 2; };
   const platform::frag_b hb = hadamard16_b([](int k) { return VL::value_of_slot(k); }, out_value);
+  // turbo3's slot order puts the run values of lane t's columns at 4 t + 2 (i % 2) + i / 4
+  // (value_of_slot(frag_acc_col(i))): the input signs of all 8 runs are one word of nibbles per
+  // lane, read with a constant shift per element (a run-time bit position per element and run
+  // cost twice the instructions). Other slot orders look the signs up per element.
+  constexpr bool slot_nibbles = VL::type == data_type::turbo3;
+  const uint32_t in_signs = slot_nibbles ? lane_sign_nibbles<false>(t) : 0u;
+  const uint32_t out_signs = lane_sign_nibbles<true>(t);
   TURBO3_UNROLL
   for (int grp = 0; grp < D / block_values; ++grp) {
     frag_acc y[rotation_runs];
@@ -616,9 +642,11 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_fragments(const tile_args& a
     for (int r = 0; r < rotation_runs; ++r) {
       frag_acc& o = o_acc[grp * rotation_runs + r];
       TURBO3_UNROLL
-      for (int i = 0; i < frag_acc::elements; ++i)
-        o.x[i] *= with_table_sign<false>(factor[platform::frag_acc_row_slot(i)], r,
-                                         VL::value_of_slot(platform::frag_acc_col(i)));
+      for (int i = 0; i < frag_acc::elements; ++i) {
+        const float f = factor[platform::frag_acc_row_slot(i)];
+        if constexpr (slot_nibbles) o.x[i] = flip_sign_by_bit(o.x[i] * f, in_signs, 4 * r + 2 * (i % 2) + i / 4);
+        else o.x[i] *= with_table_sign<false>(f, r, VL::value_of_slot(platform::frag_acc_col(i)));
+      }
       platform::frag_a oa;
       platform::frag_a_from_acc(oa, o);
       platform::frag_zero(y[r]);
@@ -630,7 +658,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_fragments(const tile_args& a
       float v[frag_acc::elements];
       TURBO3_UNROLL
       for (int i = 0; i < frag_acc::elements; ++i)
-        v[i] = y[r].x[i] * with_table_sign<true>(rotation_scale, r, 4 * t + out_offset(i));
+        v[i] = flip_sign_by_bit(y[r].x[i] * rotation_scale, out_signs, 4 * r + out_offset(i));
       const int d = grp * block_values + r * rotation_run_values + 4 * t;
       TURBO3_UNROLL
       for (int rr = 0; rr < R; ++rr) {
@@ -655,25 +683,28 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_q16(Q16At q16_at, int r, int d0,
 }
 
 // The first step of mma_load_q on NVIDIA, by threads tid of n_threads: every run of Q, prescaled,
-// to q16 (no rotation) or to the float32 staging rows (rotation).
+// to q16 (no rotation) or to the float32 staging rows (rotation: times rotation_scale too, which
+// mma_rotate_q_groups then leaves out).
 template <int D, class KL, class C, class Q16At>
 TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q_runs(const tile_args& a, Q16At q16_at, float* q_stage, int kv_head,
                                                      int head_group, int q_tile, int seq, int tid, int n_threads) {
   const bool vec = mma_q_rows_aligned16(a);
+  const float prescale = a.rotate_q ? a.q_prescale * rotation_scale : a.q_prescale;
   for (int item = tid; item < C::rows * C::chunks; item += n_threads) {
     const int r = item / C::chunks, d0 = (item % C::chunks) * kv::chunk_values;
     float u[kv::chunk_values];
-    mma_load_q_run(a, mma_q_row(a, r, kv_head, head_group, q_tile, seq), d0, vec, u);
+    mma_load_q_run(a, mma_q_row(a, r, kv_head, head_group, q_tile, seq), d0, vec, prescale, u);
     if (a.rotate_q) store_consecutive(q_stage + r * C::ldo + d0, u);
     else mma_store_q16<KL>(q16_at, r, d0, u);
   }
 }
 
 // The second step with the rotation, by threads tid of n_threads once the staging rows are
-// complete: a whole 128-value group per thread, rotated in registers, to q16.
+// complete: a whole 128-value group per thread, rotated in registers (the scale came with the
+// prescale), to q16.
 template <int D, class KL, class C, class Q16At>
 TURBO3_DEVICE TURBO3_FORCEINLINE void mma_rotate_q_groups(Q16At q16_at, const float* q_stage, int tid, int n_threads) {
-  rotate_whole_groups<false, D / block_values>(
+  rotate_whole_groups<false, D / block_values, true>(
       C::rows, tid, n_threads,
       [&](int r, int d, float(&u)[block_values]) { load_consecutive(q_stage + r * C::ldo + d, u); },
       [&](int r, int d, const float(&u)[block_values]) {
@@ -710,7 +741,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q(const tile_args& a, Q16At q16_a
   rotate_runs<false, G>(
       C::rows, false, tid, C::threads,
       [&](int r, int d, float(&u)[rotation_run_values]) {
-        mma_load_q_run(a, mma_q_row(a, r, kv_head, head_group, q_tile, seq), d, vec, u);
+        mma_load_q_run(a, mma_q_row(a, r, kv_head, head_group, q_tile, seq), d, vec, a.q_prescale, u);
       },
       [&](int r, int d, const float(&u)[rotation_run_values]) { store_consecutive(q_stage + r * C::ldo + d, u); });
   platform::sync_threads();

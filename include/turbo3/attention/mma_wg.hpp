@@ -775,15 +775,19 @@ inline status launch_mma_wg(const attention_params& p, bool specialized, hipStre
   return launch_mma_wg<256, kv::f16_loader>(p, specialized, stream);
 }
 
-// The MMA route of flash_attention for validated params (no workspace at all): the warpgroup
-// kernel where it applies (and warpgroup is allowed), else the fragment kernel.
+// The MMA kernel a call asks for (launch.hpp's mma_variant with `automatic` resolved).
+enum class mma_form { fragment, warpgroup, warp_specialized };
+
+// The MMA route of flash_attention for validated params (no workspace at all): a warpgroup form
+// where it applies, else the fragment kernel.
 template <class Allocator>
-status run_mma(const attention_params& p, bool warpgroup, bool specialized, Allocator& allocator, hipStream_t stream) {
+status run_mma(const attention_params& p, mma_form form, Allocator& allocator, hipStream_t stream) {
   status s = mma_supported(p);
   if (s != status::ok) return s;
   s = check_capture(allocator, stream);
   if (s != status::ok) return s;
-  if (warpgroup && mma_wg_applies(p)) return launch_mma_wg(p, specialized, stream);
+  if (form != mma_form::fragment && mma_wg_applies(p))
+    return launch_mma_wg(p, form == mma_form::warp_specialized, stream);
   return launch_mma(p, stream);
 }
 

@@ -38,12 +38,13 @@ inline constexpr int rotation_run_values = 16;
 inline constexpr int rotation_columns = 16;                   // columns of 8 values 16 apart per group
 inline constexpr int rotation_column_values = block_values / 16;
 
-// The unnormalized butterfly stages h = 1, 2, ..., N / 2 over one thread's N values, in the order
-// of the host rotation: (u[j], u[j + h]) -> (u[j] + u[j + h], u[j] - u[j + h]) for j % (2h) < h.
-template <int N>
+// The unnormalized butterfly stages h = 1, 2, ..., N / 2 (those below H_END) over one thread's N
+// values, in the order of the host rotation: (u[j], u[j + h]) -> (u[j] + u[j + h], u[j] - u[j + h])
+// for j % (2h) < h.
+template <int N, int H_END = N>
 TURBO3_DEVICE TURBO3_FORCEINLINE void butterflies(float (&u)[N]) {
   TURBO3_UNROLL
-  for (int h = 1; h < N; h *= 2)
+  for (int h = 1; h < H_END; h *= 2)
     TURBO3_UNROLL
     for (int j = 0; j < N; ++j)
       if ((j & h) == 0) {
@@ -196,6 +197,28 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void rotate_group_registers(float (&u)[block_va
     u[e] *= (Inverse ? rotation_s1_negative(e) : rotation_s2_negative(e)) ? -rotation_scale : rotation_scale;
 }
 
+// The same without the scale, for a caller that has multiplied the group by rotation_scale on its
+// way in (a prescale it applies anyway): the last signs become operand negations of the last
+// butterfly stage, so the rotation is the butterflies alone (the multiply pass above is an eighth
+// of rotate_group_registers' instructions). Differs from the host rotation only in where the scale
+// rounds (before the sums instead of after).
+template <bool Inverse>
+TURBO3_DEVICE TURBO3_FORCEINLINE void rotate_group_registers_prescaled(float (&u)[block_values]) {
+  constexpr int half = block_values / 2;
+  TURBO3_UNROLL
+  for (int e = 0; e < block_values; ++e)
+    if (Inverse ? rotation_s2_negative(e) : rotation_s1_negative(e)) u[e] = -u[e];
+  butterflies<block_values, half>(u);
+  TURBO3_UNROLL
+  for (int j = 0; j < half; ++j) {
+    const float a = u[j], b = u[j + half];
+    const bool neg_lo = Inverse ? rotation_s1_negative(j) : rotation_s2_negative(j);
+    const bool neg_hi = Inverse ? rotation_s1_negative(j + half) : rotation_s2_negative(j + half);
+    u[j] = neg_lo ? -a - b : a + b;
+    u[j + half] = neg_hi ? b - a : a - b;
+  }
+}
+
 // Where a prefill kernel may hold a whole group per thread (rotate_whole_groups): on NVIDIA. The AMD
 // builds (gfx11, gfx12, gfx942) of the MMA kernels and of TILE D = 128 took scratch memory with it.
 inline constexpr bool whole_group_rotation_fits = platform::compiled_family == platform::arch_family::nvidia;
@@ -204,13 +227,15 @@ inline constexpr bool whole_group_rotation_fits = platform::compiled_family == p
 // (rotate_group_registers); neighbouring threads take neighbouring rows, so with rows 4 mod 32
 // words apart the 16-byte accesses of 8 threads fall on 32 distinct banks. load(row, d, u) fills u
 // with dimensions d .. d + 127 of the row, store(row, d, u) takes them rotated. No barrier.
-template <bool Inverse, int GROUPS_PER_ROW, class Load, class Store>
+// PRESCALED: load has multiplied the values by rotation_scale (rotate_group_registers_prescaled).
+template <bool Inverse, int GROUPS_PER_ROW, bool PRESCALED = false, class Load, class Store>
 TURBO3_DEVICE TURBO3_FORCEINLINE void rotate_whole_groups(int n_rows, int tid, int n_threads, Load load, Store store) {
   for (int i = tid; i < n_rows * GROUPS_PER_ROW; i += n_threads) {
     const int row = i % n_rows, d = (i / n_rows) * block_values;
     float u[block_values];
     load(row, d, u);
-    rotate_group_registers<Inverse>(u);
+    if constexpr (PRESCALED) rotate_group_registers_prescaled<Inverse>(u);
+    else rotate_group_registers<Inverse>(u);
     store(row, d, u);
   }
 }
