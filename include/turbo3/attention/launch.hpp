@@ -45,9 +45,9 @@ enum class vec_variant {
 // Which matrix-core prefill (MMA) kernel runs. `warpgroup` falls back to `fragment` where it does
 // not apply.
 enum class mma_variant {
-  automatic,  // where warpgroup multiplies apply: `warp_specialized` for turbo3 and for f16 with a
-              // mask, `warpgroup` for f16 without one (measured on an H200: bench/RESULTS.md,
-              // fourteenth and fifteenth sessions); elsewhere `fragment`
+  automatic,  // where warpgroup multiplies apply: `warp_specialized` (measured on an H200:
+              // bench/RESULTS.md, fourteenth, fifteenth and seventeenth sessions); elsewhere
+              // `fragment`
   fragment,   // 16x16x16 fragment multiplies (every matrix-core target)
   warpgroup,  // warpgroup multiplies from shared memory, two warpgroups that fill the K/V tiles and
               // multiply (NVIDIA sm_90 in builds for sm_90a that define TURBO3_WARPGROUP_MMA_BUILT;

@@ -27,13 +27,15 @@
 //
 // The warp-specialized form (mma_wg_producer_body, below) gives the filling to warpgroups of its
 // own (two for turbo3, one for f16): the two that multiply never decode or copy, and the producers
-// run up to a buffer ahead of them. Taken by default for turbo3 and for f16 with a mask
+// run up to a buffer ahead of them. Taken by default for every call the warpgroup kernels cover
 // (mma_wg_specialized_by_default). Fifteenth session, H200, pp4096: turbo3 420 us causal, 571 us
-// masked (this kernel 484 / 706), f16 masked 528 us (595).
+// masked (this kernel 484 / 706), f16 masked 528 us (595); seventeenth session, with the
+// descriptors in uniform registers: turbo3 386 / 536 us, f16 331 / 486 us (this kernel 338 / 487).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <type_traits>
 
 #include "turbo3/attention/mma.hpp"
@@ -84,10 +86,12 @@ struct wg_config {
 TURBO3_HD constexpr int wg_piece(int r, int p, int R) { return (p / 8) * R * 128 + r * 128 + (((p % 8) ^ (r % 8)) << 4); }
 
 // The two multiplies of warpgroup wg's 64 rows against the K/V tile in buffer b (of two, kv_bytes
-// apart): S = Q K^T and O += P V, one commit group each. Operands: a descriptor per tile, a
-// constant byte offset per multiply (wg_offset). Q (A of S): the warpgroup's 64 rows, dimensions
-// 16 ks ..; K (B of S, N = keys, K = dimensions, stored N rows with K contiguous); V (B of P V,
-// K = keys 16 ks .., N = dimension panel nb, stored K rows with N contiguous: TransB).
+// apart): S = Q K^T and O += P V, one commit group each. Operands: a descriptor per tile (in
+// uniform registers: wg and b must be one value per warp, platform::shfl), a constant offset per
+// multiply (an immediate of the multiply's asm, wg_mma_ss / wg_mma_rs). Q (A of S): the
+// warpgroup's 64 rows, dimensions 16 ks ..; K (B of S, N = keys, K = dimensions, stored N rows with
+// K contiguous); V (B of P V, K = keys 16 ks .., N = dimension panel nb, stored K rows with N
+// contiguous: TransB).
 template <class C>
 struct wg_multiplies {
   uint64_t q_desc, k_desc0, v_desc0;
@@ -98,25 +102,34 @@ struct wg_multiplies {
         v_desc0(platform::wg_operand_swizzled(v16_0, 1024)) {}
   static constexpr int kv_step = static_cast<int>(C::kv_bytes);  // from buffer 0 to buffer 1
   TURBO3_HD static constexpr int qk_offset(int ks, int rows) { return (ks / 4) * rows * 128 + (ks % 4) * 32; }
+  // V's offset for key step ks of dimension panel nb.
+  TURBO3_HD static constexpr int pv_offset(int nb, int ks) { return nb * C::keys * 128 + ks * 16 * 128; }
   TURBO3_DEVICE TURBO3_FORCEINLINE void issue_s(platform::frag_acc (&s_acc)[C::n_tiles_k], int b) const {
-    TURBO3_UNROLL
-    for (int ks = 0; ks < C::n_tiles_d; ++ks)
-      platform::wg_mma_ss<false>(s_acc, platform::wg_offset(q_desc, qk_offset(ks, C::rows)),
-                                 platform::wg_offset(k_desc0, b * kv_step + qk_offset(ks, C::keys)), ks > 0);
+    issue_s_steps(s_acc, platform::wg_offset(k_desc0, b * kv_step), std::make_integer_sequence<int, C::n_tiles_d>{});
     platform::wg_commit();
   }
   TURBO3_DEVICE TURBO3_FORCEINLINE void issue_pv(platform::frag_acc (&o_acc)[C::n_tiles_d],
                                                  const platform::frag_a (&p)[C::n_tiles_k], int b) const {
-    TURBO3_UNROLL
-    for (int nb = 0; nb < C::panels; ++nb) {
-      // O's dimension panel nb: four 16-column tiles, the accumulator of one multiply.
-      platform::frag_acc(&o_panel)[4] = *reinterpret_cast<platform::frag_acc(*)[4]>(o_acc + 4 * nb);
-      TURBO3_UNROLL
-      for (int ks = 0; ks < C::n_tiles_k; ++ks)
-        platform::wg_mma_rs<true>(o_panel, p[ks],
-                                  platform::wg_offset(v_desc0, b * kv_step + nb * C::keys * 128 + ks * 16 * 128), true);
-    }
+    issue_pv_steps(o_acc, p, platform::wg_offset(v_desc0, b * kv_step),
+                   std::make_integer_sequence<int, C::panels * C::n_tiles_k>{});
     platform::wg_commit();
+  }
+
+ private:
+  template <int... KS>
+  TURBO3_DEVICE TURBO3_FORCEINLINE void issue_s_steps(platform::frag_acc (&s_acc)[C::n_tiles_k], uint64_t k_desc,
+                                                      std::integer_sequence<int, KS...>) const {
+    (platform::wg_mma_ss<false, qk_offset(KS, C::rows) / 16, qk_offset(KS, C::keys) / 16>(s_acc, q_desc, k_desc, KS > 0),
+     ...);
+  }
+  // Step i: dimension panel i / n_tiles_k (O's four 16-column tiles 4 nb ..), key step i % n_tiles_k.
+  template <int... I>
+  TURBO3_DEVICE TURBO3_FORCEINLINE void issue_pv_steps(platform::frag_acc (&o_acc)[C::n_tiles_d],
+                                                       const platform::frag_a (&p)[C::n_tiles_k], uint64_t v_desc,
+                                                       std::integer_sequence<int, I...>) const {
+    (platform::wg_mma_rs<true, pv_offset(I / C::n_tiles_k, I % C::n_tiles_k) / 16>(
+         *reinterpret_cast<platform::frag_acc(*)[4]>(o_acc + 4 * (I / C::n_tiles_k)), p[I % C::n_tiles_k], v_desc, true),
+     ...);
   }
 };
 
@@ -182,7 +195,7 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
   int* const mask_end_s = sm.mask_end();
 
   const int tid = static_cast<int>(threadIdx.x);
-  const int warp = tid / C::wave, wg = warp / 4;
+  const int warp = tid / C::wave, wg = platform::shfl(warp / 4, 0);  // one per warp: uniform descriptors
   const prefill_block blk = prefill_block_of(a);
   const int q_tile = blk.q_tile, kv_head = blk.kv_head, head_group = blk.head_group, seq = blk.seq;
   const turbo3_lut lut = lut_for<KL, VL>(a.lut);
@@ -306,7 +319,7 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
   for (int n = 0; n < C::n_tiles_d; ++n) platform::frag_zero(o_acc[n]);
 
   // ---- tile 0 into buffer 0 (pipelined: K only, and V buffer 1 zeroed for the empty first P V) ------
-  const int n_tiles = (kv_end + C::keys - 1) / C::keys;
+  const int n_tiles = platform::shfl((kv_end + C::keys - 1) / C::keys, 0);  // one per warp (a uniform loop)
   if constexpr (pipelined) {
     for (int i = tid; i < static_cast<int>(C::kv_bytes / 16); i += C::threads)
       reinterpret_cast<uint4*>(sm.v16(1))[i] = make_uint4(0u, 0u, 0u, 0u);
@@ -663,12 +676,14 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
 
   // ---- consumers: warp cw of 8, warpgroup cwg of 2 -------------------------------------------------
   platform::wg_registers_up<C::consumer_registers>();
-  const int ctid = tid - PT, cw = ctid / C::wave, cwg = cw / 4;
+  // cwg through a lane broadcast: a value the compiler knows to be one per warp, so the multiplies'
+  // descriptors are worked out in uniform registers.
+  const int ctid = tid - PT, cw = ctid / C::wave, cwg = platform::shfl(cw / 4, 0);
   if (a.rotate_q) {
     mma_rotate_q_groups<D, L, C>(q16_at, q_stage, ctid, ALL - PT);
     platform::shared_writes_to_async();
   }
-  const int n_tiles = key_tiles();
+  const int n_tiles = platform::shfl(key_tiles(), 0);  // one per warp (uniform loop, see cwg)
   auto row_window_end = [&](const tile_row& row, int r) {
     return a.mask ? min(window_end(row), mask_visible_end_of(a, mask_end_s, r)) : window_end(row);
   };
@@ -743,14 +758,13 @@ inline bool mma_wg_applies(const attention_params& p) {
   return platform::warpgroup_mma_available(device) && p.head_dim_k() == 256 && p.k.type == p.v.type;
 }
 
-// Which warpgroup form `mma_variant::automatic` takes: the warp-specialized one for turbo3 (its
-// producers decode beside the multiplies: 1.07-1.09x causal, 1.16-1.19x masked at pp512-pp4096
-// with one producer warpgroup, fourteenth session; two made it 1.07x / 1.05x faster again) and
-// for f16 with a mask (1.09-1.12x); f16 without one keeps two warpgroups (the specialized form
-// 1-2% slower at pp4096). H200, D = 256.
-inline bool mma_wg_specialized_by_default(const attention_params& p) {
-  return p.k.type == data_type::turbo3 || p.mask.data != nullptr;
-}
+// Which warpgroup form `mma_variant::automatic` takes: the warp-specialized one, for every call it
+// covers. turbo3: its producers decode beside the multiplies (1.07-1.09x causal, 1.16-1.19x masked
+// at pp512-pp4096 with one producer warpgroup, fourteenth session; two made it 1.07x / 1.05x faster
+// again); f16 with a mask 1.09-1.12x; f16 causal 1.04x / 1.04x / 1.02x at pp512 / 2048 / 4096 since
+// the multiplies' descriptors sit in uniform registers (seventeenth session; 1-2% slower before).
+// H200, D = 256.
+inline bool mma_wg_specialized_by_default(const attention_params&) { return true; }
 
 template <int D, class L>
 status launch_mma_wg(const attention_params& p, bool specialized, hipStream_t stream) {

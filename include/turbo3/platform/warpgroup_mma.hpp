@@ -5,9 +5,10 @@
 //   has_warpgroup_mma                 whether the target being compiled has them (NVIDIA sm_90a)
 //   wg_operand_swizzled(p, sbo)       a shared-memory operand in the 128-byte-swizzled layout (below)
 //   wg_offset(desc, bytes)            the operand `bytes` further on
-//   wg_mma_rs<TransB>(acc, a, b, acc_in)  acc (+)= A B, A from registers (frag_a layout of the
-//                                     warp's 16 rows), B from shared memory
-//   wg_mma_ss<TransB>(acc, a, b, acc_in)  both from shared memory
+//   wg_mma_rs<TransB, B_OFF>(acc, a, b, acc_in)  acc (+)= A B, A from registers (frag_a layout of
+//                                     the warp's 16 rows), B from shared memory (B_OFF: a constant
+//                                     offset from descriptor b, in 16-byte units)
+//   wg_mma_ss<TransB, A_OFF, B_OFF>(acc, a, b, acc_in)  both from shared memory
 //   wg_fence()                        before the first multiply of a batch: orders earlier register
 //                                     writes (accumulators, A) before the multiplies read them
 //   wg_commit(), wg_wait<N>()         close a batch; wait until at most N batches are in flight
@@ -63,9 +64,13 @@ TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t shared_address_of(const void* p) {
 #endif
 }
 
-// The operand `bytes` further on (a multiple of 16; the address stays below 256 KB).
+// The operand `bytes` further on (a multiple of 16; the address stays below 256 KB). The start
+// address is the descriptor's low 14 bits (16-byte units), so the add never carries out of the
+// low word: a 32-bit add, which the compiler folds into the uniform registers a multiply reads
+// (a 64-bit one took about ten vector instructions per multiply: H200 profile, seventeenth session).
 TURBO3_DEVICE TURBO3_FORCEINLINE uint64_t wg_offset(uint64_t desc, int bytes) {
-  return desc + static_cast<uint64_t>(bytes >> 4);
+  const uint32_t lo = static_cast<uint32_t>(desc) + static_cast<uint32_t>(bytes >> 4);
+  return (desc & 0xffffffff00000000ull) | lo;
 }
 // The matrix descriptor of a 128-byte-swizzled operand at p: start address and the distance sbo
 // between 8-row groups (along M / N for K-major operands, along K for TransB ones), in 16-byte
@@ -98,32 +103,46 @@ TURBO3_DEVICE TURBO3_FORCEINLINE uint64_t wg_operand_swizzled(const void* p, uin
 #endif
 
 // acc (+)= A B: A (64 x 16) from registers, this warp's 16 rows in the frag_a layout; B (16 x 64)
-// from shared memory. accumulate = false overwrites acc.
-template <bool TransB>
+// from shared memory at descriptor b plus B_OFF 16-byte units. accumulate = false overwrites acc.
+// The offset is added inside the instruction's own asm block: a constant added there stays next
+// to the multiply, where the compiler keeps it in uniform registers (one descriptor per tile held
+// in uniform registers, no vector instruction per multiply), instead of being hoisted out of the
+// loop as one 64-bit value per multiply kept in vector registers (about ten vector instructions
+// per multiply: H200 profile, seventeenth session).
+template <bool TransB, int B_OFF = 0>
 TURBO3_DEVICE TURBO3_FORCEINLINE void wg_mma_rs(frag_acc (&acc)[4], const frag_a& a, uint64_t b, bool accumulate) {
+  static_assert(B_OFF >= 0 && B_OFF < (1 << 14), "an offset within shared memory");
 #if defined(TURBO3_WARPGROUP_MMA)
   asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %38, 0;\n"
+      "{\n.reg .pred p;\n.reg .b32 bl, bh;\n.reg .b64 bd;\n"
+      "setp.ne.b32 p, %38, 0;\n"
+      "mov.b64 {bl, bh}, %36;\nadd.u32 bl, bl, %39;\nmov.b64 bd, {bl, bh};\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " TURBO3_WG_ACC32
-      ", {%32, %33, %34, %35}, %36, p, 1, 1, %37;\n}\n"
+      ", {%32, %33, %34, %35}, bd, p, 1, 1, %37;\n}\n"
       : TURBO3_WG_ACC_OPS(acc)
-      : "r"(a.x[0]), "r"(a.x[1]), "r"(a.x[2]), "r"(a.x[3]), "l"(b), "n"(TransB ? 1 : 0), "r"(accumulate ? 1 : 0));
+      : "r"(a.x[0]), "r"(a.x[1]), "r"(a.x[2]), "r"(a.x[3]), "l"(b), "n"(TransB ? 1 : 0), "r"(accumulate ? 1 : 0),
+        "n"(B_OFF));
 #else
   (void)acc; (void)a; (void)b; (void)accumulate;
   trap();  // never launched: has_warpgroup_mma routes other targets elsewhere
 #endif
 }
 
-// acc (+)= A B, both from shared memory (A stored as M rows with K contiguous).
-template <bool TransB>
+// acc (+)= A B, both from shared memory (A stored as M rows with K contiguous), at descriptors a
+// and b plus A_OFF and B_OFF 16-byte units (added as in wg_mma_rs).
+template <bool TransB, int A_OFF = 0, int B_OFF = 0>
 TURBO3_DEVICE TURBO3_FORCEINLINE void wg_mma_ss(frag_acc (&acc)[4], uint64_t a, uint64_t b, bool accumulate) {
+  static_assert(A_OFF >= 0 && A_OFF < (1 << 14) && B_OFF >= 0 && B_OFF < (1 << 14), "offsets within shared memory");
 #if defined(TURBO3_WARPGROUP_MMA)
   asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %35, 0;\n"
+      "{\n.reg .pred p;\n.reg .b32 al, ah, bl, bh;\n.reg .b64 ad, bd;\n"
+      "setp.ne.b32 p, %35, 0;\n"
+      "mov.b64 {al, ah}, %32;\nadd.u32 al, al, %36;\nmov.b64 ad, {al, ah};\n"
+      "mov.b64 {bl, bh}, %33;\nadd.u32 bl, bl, %37;\nmov.b64 bd, {bl, bh};\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " TURBO3_WG_ACC32
-      ", %32, %33, p, 1, 1, 0, %34;\n}\n"
+      ", ad, bd, p, 1, 1, 0, %34;\n}\n"
       : TURBO3_WG_ACC_OPS(acc)
-      : "l"(a), "l"(b), "n"(TransB ? 1 : 0), "r"(accumulate ? 1 : 0));
+      : "l"(a), "l"(b), "n"(TransB ? 1 : 0), "r"(accumulate ? 1 : 0), "n"(A_OFF), "n"(B_OFF));
 #else
   (void)acc; (void)a; (void)b; (void)accumulate;
   trap();
