@@ -330,15 +330,21 @@ inline kernel_choice route(const attention_params& p, const launch_options& opt)
   return kernel_choice::vec;  // head dims neither prefill route has (512): VEC still serves them
 }
 
-// The MMA form a call runs: the one it forces, or the measured default.
-inline mma_form mma_form_of(mma_variant v, const attention_params& p) {
+// The MMA form a call runs: the one it forces, or the measured default, the warp-specialized form
+// (run_mma falls back to the fragment kernel where no warpgroup form applies). turbo3: its
+// producers decode beside the multiplies (1.07-1.09x causal, 1.16-1.19x masked at pp512-pp4096
+// with one producer warpgroup, fourteenth session; two made it 1.07x / 1.05x faster again); f16
+// with a mask 1.09-1.12x; f16 causal 1.04x / 1.04x / 1.02x at pp512 / 2048 / 4096 since the
+// multiplies' descriptors sit in uniform registers (seventeenth session; 1-2% slower before).
+// H200, D = 256.
+inline mma_form mma_form_of(mma_variant v) {
   switch (v) {
     case mma_variant::fragment: return mma_form::fragment;
     case mma_variant::warpgroup: return mma_form::warpgroup;
     case mma_variant::warp_specialized: return mma_form::warp_specialized;
     case mma_variant::automatic: break;
   }
-  return mma_wg_specialized_by_default(p) ? mma_form::warp_specialized : mma_form::warpgroup;
+  return mma_form::warp_specialized;
 }
 
 }  // namespace detail
@@ -389,7 +395,7 @@ status flash_attention(const attention_params& p, Allocator& allocator, hipStrea
   if (s != status::ok) return s;
   const kernel_choice kernel = detail::route(p, opt);
   if (kernel == kernel_choice::mma) {
-    return detail::run_mma(p, detail::mma_form_of(opt.mma, p), allocator, stream);
+    return detail::run_mma(p, detail::mma_form_of(opt.mma), allocator, stream);
   }
   if (kernel == kernel_choice::tile || kernel == kernel_choice::materialize)
     return detail::run_prefill(p, allocator, stream, kernel == kernel_choice::materialize);

@@ -28,7 +28,7 @@
 // The warp-specialized form (mma_wg_producer_body, below) gives the filling to warpgroups of its
 // own (two for turbo3, one for f16): the two that multiply never decode or copy, and the producers
 // run up to a buffer ahead of them. Taken by default for every call the warpgroup kernels cover
-// (mma_wg_specialized_by_default). Fifteenth session, H200, pp4096: turbo3 420 us causal, 571 us
+// (launch.hpp's mma_form_of). Fifteenth session, H200, pp4096: turbo3 420 us causal, 571 us
 // masked (this kernel 484 / 706), f16 masked 528 us (595); seventeenth session, with the
 // descriptors in uniform registers: turbo3 386 / 536 us, f16 331 / 486 us (this kernel 338 / 487).
 #pragma once
@@ -757,14 +757,6 @@ inline bool mma_wg_applies(const attention_params& p) {
   }
   return platform::warpgroup_mma_available(device) && p.head_dim_k() == 256 && p.k.type == p.v.type;
 }
-
-// Which warpgroup form `mma_variant::automatic` takes: the warp-specialized one, for every call it
-// covers. turbo3: its producers decode beside the multiplies (1.07-1.09x causal, 1.16-1.19x masked
-// at pp512-pp4096 with one producer warpgroup, fourteenth session; two made it 1.07x / 1.05x faster
-// again); f16 with a mask 1.09-1.12x; f16 causal 1.04x / 1.04x / 1.02x at pp512 / 2048 / 4096 since
-// the multiplies' descriptors sit in uniform registers (seventeenth session; 1-2% slower before).
-// H200, D = 256.
-inline bool mma_wg_specialized_by_default(const attention_params&) { return true; }
 
 template <int D, class L>
 status launch_mma_wg(const attention_params& p, bool specialized, hipStream_t stream) {
