@@ -583,11 +583,6 @@ TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t lane_sign_nibbles(int t) {
   }
   return m;
 }
-// value with its sign flipped where bit k of mask is set (k a constant once unrolled).
-TURBO3_DEVICE TURBO3_FORCEINLINE float flip_sign_by_bit(float value, uint32_t mask, int k) {
-  return platform::bits_to_float(platform::float_to_bits(value) ^ ((mask << (31 - k)) & 0x80000000u));
-}
-
 // Stages h = 16, 32, 64 of a group held as 8 run tiles.
 TURBO3_DEVICE TURBO3_FORCEINLINE void run_butterflies(platform::frag_acc (&y)[rotation_runs]) {
   TURBO3_UNROLL
@@ -644,7 +639,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_fragments(const tile_args& a
       TURBO3_UNROLL
       for (int i = 0; i < frag_acc::elements; ++i) {
         const float f = factor[platform::frag_acc_row_slot(i)];
-        if constexpr (slot_nibbles) o.x[i] = flip_sign_by_bit(o.x[i] * f, in_signs, 4 * r + 2 * (i % 2) + i / 4);
+        if constexpr (slot_nibbles) o.x[i] = apply_sign(o.x[i] * f, in_signs, 4 * r + 2 * (i % 2) + i / 4);
         else o.x[i] *= with_table_sign<false>(f, r, VL::value_of_slot(platform::frag_acc_col(i)));
       }
       platform::frag_a oa;
@@ -658,7 +653,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_fragments(const tile_args& a
       float v[frag_acc::elements];
       TURBO3_UNROLL
       for (int i = 0; i < frag_acc::elements; ++i)
-        v[i] = flip_sign_by_bit(y[r].x[i] * rotation_scale, out_signs, 4 * r + out_offset(i));
+        v[i] = apply_sign(y[r].x[i] * rotation_scale, out_signs, 4 * r + out_offset(i));
       const int d = grp * block_values + r * rotation_run_values + 4 * t;
       TURBO3_UNROLL
       for (int rr = 0; rr < R; ++rr) {

@@ -29,8 +29,10 @@ namespace turbo3 {
 namespace detail {
 
 // v times the sign of bit `bit` of `bits` (set: -1); exact, as the host's multiply by -1.0f is.
+// The bit is moved straight to the sign position (one shift and one mask; `bit` is a constant once
+// unrolled).
 TURBO3_DEVICE TURBO3_FORCEINLINE float apply_sign(float v, uint32_t bits, int bit) {
-  return platform::bits_to_float(platform::float_to_bits(v) ^ (((bits >> bit) & 1u) << 31));
+  return platform::bits_to_float(platform::float_to_bits(v) ^ ((bits << (31 - bit)) & 0x80000000u));
 }
 
 inline constexpr int rotation_runs = block_values / 16;      // runs of 16 consecutive values per group
