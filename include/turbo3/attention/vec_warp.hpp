@@ -304,14 +304,22 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
       }
       s[e] = visible ? v : -INFINITY;
     }
-    float p[4], alpha[2];
+    // Once a few groups are in, the running maxima rarely grow: where no score of the group exceeds
+    // its row's running maximum in any lane (one vote), the maxima stay, alpha is 1 and the
+    // reduction over the key lanes is skipped; the values are the full update's to the bit.
+    float p[4], alpha[2] = {1.0f, 1.0f};
+    const bool update =
+        platform::any_in_warp(s[0] > m_run[0] || s[2] > m_run[0] || s[1] > m_run[1] || s[3] > m_run[1]);
     TURBO3_UNROLL
     for (int e = 0; e < 2; ++e) {
-      float mx = fmaxf(s[e], s[e + 2]);
-      TURBO3_UNROLL
-      for (int o = 4; o < 32; o *= 2) mx = fmaxf(mx, platform::shfl_xor(mx, o));
-      const float m_new = fmaxf(m_run[e], mx);
-      alpha[e] = m_new == -INFINITY ? 1.0f : platform::exp2_fast(m_run[e] - m_new);
+      float m_new = m_run[e];
+      if (update) {  // warp-uniform
+        float mx = fmaxf(s[e], s[e + 2]);
+        TURBO3_UNROLL
+        for (int o = 4; o < 32; o *= 2) mx = fmaxf(mx, platform::shfl_xor(mx, o));
+        m_new = fmaxf(m_run[e], mx);
+        alpha[e] = m_new == -INFINITY ? 1.0f : platform::exp2_fast(m_run[e] - m_new);
+      }
       p[e] = s[e] == -INFINITY ? 0.0f : platform::exp2_fast(s[e] - m_new);
       p[e + 2] = s[e + 2] == -INFINITY ? 0.0f : platform::exp2_fast(s[e + 2] - m_new);
       l_run[e] = l_run[e] * alpha[e] + p[e] + p[e + 2];
@@ -330,7 +338,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
       w[(g + 8) * NR + 2 * t] = p[2] * nb;
       w[(g + 8) * NR + 2 * t + 1] = p[3] * nb;
     }
-    if (platform::any_in_warp(alpha[0] != 1.0f || alpha[1] != 1.0f)) {  // rare once the maxima settle
+    if (update && platform::any_in_warp(alpha[0] != 1.0f || alpha[1] != 1.0f)) {  // rare once the maxima settle
       TURBO3_UNROLL
       for (int m = 0; m < C::m_tiles; ++m) {
         acc[m][0] *= alpha[0];
