@@ -680,6 +680,8 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_q16(Q16At q16_at, int r, int d0,
 // The first step of mma_load_q on NVIDIA, by threads tid of n_threads: every run of Q, prescaled,
 // to q16 (no rotation) or to the float32 staging rows (rotation: times rotation_scale too, which
 // mma_rotate_q_groups then leaves out).
+// q_stage null: the runs go to q16 with or without the rotation (mma_rotate_q16_in_place then
+// rotates them there).
 template <int D, class KL, class C, class Q16At>
 TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q_runs(const tile_args& a, Q16At q16_at, float* q_stage, int kv_head,
                                                      int head_group, int q_tile, int seq, int tid, int n_threads) {
@@ -689,9 +691,38 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q_runs(const tile_args& a, Q16At 
     const int r = item / C::chunks, d0 = (item % C::chunks) * kv::chunk_values;
     float u[kv::chunk_values];
     mma_load_q_run(a, mma_q_row(a, r, kv_head, head_group, q_tile, seq), d0, vec, prescale, u);
-    if (a.rotate_q) store_consecutive(q_stage + r * C::ldo + d0, u);
+    if (a.rotate_q && q_stage) store_consecutive(q_stage + r * C::ldo + d0, u);
     else mma_store_q16<KL>(q16_at, r, d0, u);
   }
+}
+
+// The rotation of Q's prescaled runs already in q16 (mma_load_q_runs without staging rows), in
+// place, by threads tid of n_threads once every run is there: a whole 128-value group per thread,
+// read back from f16 (the values are rounded to f16 once more than through the float32 staging
+// rows), rotated in registers, written back. Needs no shared memory besides q16, so the warpgroup
+// kernel's producers can fill the first K/V tiles meanwhile.
+template <int D, class KL, class C, class Q16At>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_rotate_q16_in_place(Q16At q16_at, int tid, int n_threads) {
+  rotate_whole_groups<false, D / block_values, true>(
+      C::rows, tid, n_threads,
+      [&](int r, int d, float(&u)[block_values]) {
+        TURBO3_UNROLL
+        for (int k = 0; k < rotation_runs; ++k) {
+          const int d0 = d + k * kv::chunk_values;
+          const uint4 lo = *reinterpret_cast<const uint4*>(q16_at(r, d0));
+          const uint4 hi = *reinterpret_cast<const uint4*>(q16_at(r, d0 + 8));
+          const uint32_t w[kv::chunk_values / 2] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+          TURBO3_UNROLL
+          for (int i = 0; i < kv::chunk_values / 2; ++i)
+            platform::half2_bits_to_float2(w[i], u[d0 - d + KL::value_of_slot(2 * i)],
+                                           u[d0 - d + KL::value_of_slot(2 * i + 1)]);
+        }
+      },
+      [&](int r, int d, const float(&u)[block_values]) {
+        TURBO3_UNROLL
+        for (int k = 0; k < rotation_runs; ++k)
+          mma_store_q16<KL>(q16_at, r, d + k * kv::chunk_values, u + k * kv::chunk_values);
+      });
 }
 
 // The second step with the rotation, by threads tid of n_threads once the staging rows are

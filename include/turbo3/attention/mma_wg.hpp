@@ -466,6 +466,7 @@ struct wg_producer_config : wg_config<D> {
   static_assert(wg_config<D>::rows == 64 * consumer_warpgroups, "64 rows per consumer warpgroup");
   // Named barriers (0 is sync_threads): the producers' own, then per buffer b full / empty of K / V.
   static constexpr int bar_producer = 1, bar_k_full = 2, bar_v_full = 4, bar_k_empty = 6, bar_v_empty = 8;
+  static constexpr int bar_consumers = 10;  // the consumers' own (Q rotated)
 };
 
 template <int D, class L, class C>
@@ -475,7 +476,6 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   constexpr bool t3 = L::type == data_type::turbo3;
   constexpr int PT = C::producer_threads, ALL = C::threads;
   const wg_smem<C> sm;
-  float* const q_stage = sm.q_stage();
   int* const mask_end_s = sm.mask_end();
 
   const int tid = static_cast<int>(threadIdx.x);
@@ -612,20 +612,18 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
     }
   }
 
-  // ---- setup: Q's runs (every thread), its rotation (the consumers, with the registers of the
-  // split: a whole 128-value group per thread), each row's window (every thread). The Q staging
-  // rows lie over the K/V buffers and the row scratch: nothing else writes them before the
-  // barrier that ends the rotation.
+  // ---- setup: Q's runs (every thread) straight to q16, with no staging rows over the K/V buffers;
+  // with the rotation the consumers then rotate them there (mma_rotate_q16_in_place, with the
+  // registers of the split: a whole 128-value group per thread) while the producers already fill
+  // the first K/V tiles; each row's window (every thread).
   const auto q16_at = [&](int r, int d) { return sm.q16_at(r, d); };
-  mma_load_q_runs<D, L, C>(a, q16_at, q_stage, kv_head, head_group, q_tile, seq, tid, ALL);
+  mma_load_q_runs<D, L, C>(a, q16_at, nullptr, kv_head, head_group, q_tile, seq, tid, ALL);
   platform::shared_writes_to_async();
-  platform::sync_threads();
-  // After the rotation: each row's window (with a mask, every thread reads mask rows), and the
-  // number of key tiles. Called in each role's own branch, so that no code runs under both
-  // register shares.
+  // Each row's window (with a mask, every thread reads mask rows), and the number of key tiles.
+  // Called in each role's own branch, so that no code runs under both register shares.
   auto window_end = [&](const tile_row& row) { return prefill_window_end(a, row, kv_end); };
   auto key_tiles = [&] {
-    platform::sync_threads();  // the rotation is done: the row scratch and the K/V buffers are free
+    platform::sync_threads();  // Q's runs are in q16
     if (a.mask) kv_end = mask_visible_ends<C::rows, ALL>(a, kv_head, head_group, q_tile, seq, tid, mask_end_s, window_end);
     return (kv_end + C::keys - 1) / C::keys;
   };
@@ -679,11 +677,12 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   // cwg through a lane broadcast: a value the compiler knows to be one per warp, so the multiplies'
   // descriptors are worked out in uniform registers.
   const int ctid = tid - PT, cw = ctid / C::wave, cwg = platform::shfl(cw / 4, 0);
-  if (a.rotate_q) {
-    mma_rotate_q_groups<D, L, C>(q16_at, q_stage, ctid, ALL - PT);
-    platform::shared_writes_to_async();
-  }
   const int n_tiles = platform::shfl(key_tiles(), 0);  // one per warp (uniform loop, see cwg)
+  if (a.rotate_q) {
+    mma_rotate_q16_in_place<D, L, C>(q16_at, ctid, ALL - PT);
+    platform::shared_writes_to_async();
+    platform::named_barrier_sync(C::bar_consumers, ALL - PT);
+  }
   auto row_window_end = [&](const tile_row& row, int r) {
     return a.mask ? min(window_end(row), mask_visible_end_of(a, mask_end_s, r)) : window_end(row);
   };
