@@ -676,12 +676,20 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_q16(Q16At q16_at, int r, int d0,
   *reinterpret_cast<uint4*>(q16_at(r, d0)) = make_uint4(w[0], w[1], w[2], w[3]);
   *reinterpret_cast<uint4*>(q16_at(r, d0 + 8)) = make_uint4(w[4], w[5], w[6], w[7]);
 }
+// mma_store_q16's inverse: the 16 values of row r from dimension d0 back as float32, natural order.
+template <class KL, class Q16At>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q16(Q16At q16_at, int r, int d0, float* u) {
+  const uint4 lo = *reinterpret_cast<const uint4*>(q16_at(r, d0));
+  const uint4 hi = *reinterpret_cast<const uint4*>(q16_at(r, d0 + 8));
+  const uint32_t w[kv::chunk_values / 2] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+  TURBO3_UNROLL
+  for (int i = 0; i < kv::chunk_values / 2; ++i)
+    platform::half2_bits_to_float2(w[i], u[KL::value_of_slot(2 * i)], u[KL::value_of_slot(2 * i + 1)]);
+}
 
 // The first step of mma_load_q on NVIDIA, by threads tid of n_threads: every run of Q, prescaled,
-// to q16 (no rotation) or to the float32 staging rows (rotation: times rotation_scale too, which
-// mma_rotate_q_groups then leaves out).
-// q_stage null: the runs go to q16 with or without the rotation (mma_rotate_q16_in_place then
-// rotates them there).
+// to q16 (no rotation, or q_stage null) or to the float32 staging rows (rotation: times
+// rotation_scale too, which mma_rotate_q_groups / mma_rotate_q16_in_place then leave out).
 template <int D, class KL, class C, class Q16At>
 TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q_runs(const tile_args& a, Q16At q16_at, float* q_stage, int kv_head,
                                                      int head_group, int q_tile, int seq, int tid, int n_threads) {
@@ -696,29 +704,12 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q_runs(const tile_args& a, Q16At 
   }
 }
 
-// The rotation of Q's prescaled runs already in q16 (mma_load_q_runs without staging rows), in
-// place, by threads tid of n_threads once every run is there: a whole 128-value group per thread,
-// read back from f16 (the values are rounded to f16 once more than through the float32 staging
-// rows), rotated in registers, written back. Needs no shared memory besides q16, so the warpgroup
-// kernel's producers can fill the first K/V tiles meanwhile.
-template <int D, class KL, class C, class Q16At>
-TURBO3_DEVICE TURBO3_FORCEINLINE void mma_rotate_q16_in_place(Q16At q16_at, int tid, int n_threads) {
+// Q's groups, each read by load(r, d, u) (prescaled, the scale included), rotated in registers by
+// threads tid of n_threads (a whole 128-value group per thread) and written to q16.
+template <int D, class KL, class C, class Q16At, class Load>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_rotate_q_groups_to_q16(Q16At q16_at, int tid, int n_threads, Load load) {
   rotate_whole_groups<false, D / block_values, true>(
-      C::rows, tid, n_threads,
-      [&](int r, int d, float(&u)[block_values]) {
-        TURBO3_UNROLL
-        for (int k = 0; k < rotation_runs; ++k) {
-          const int d0 = d + k * kv::chunk_values;
-          const uint4 lo = *reinterpret_cast<const uint4*>(q16_at(r, d0));
-          const uint4 hi = *reinterpret_cast<const uint4*>(q16_at(r, d0 + 8));
-          const uint32_t w[kv::chunk_values / 2] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-          TURBO3_UNROLL
-          for (int i = 0; i < kv::chunk_values / 2; ++i)
-            platform::half2_bits_to_float2(w[i], u[d0 - d + KL::value_of_slot(2 * i)],
-                                           u[d0 - d + KL::value_of_slot(2 * i + 1)]);
-        }
-      },
-      [&](int r, int d, const float(&u)[block_values]) {
+      C::rows, tid, n_threads, load, [&](int r, int d, const float(&u)[block_values]) {
         TURBO3_UNROLL
         for (int k = 0; k < rotation_runs; ++k)
           mma_store_q16<KL>(q16_at, r, d + k * kv::chunk_values, u + k * kv::chunk_values);
@@ -726,18 +717,25 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_rotate_q16_in_place(Q16At q16_at, int 
 }
 
 // The second step with the rotation, by threads tid of n_threads once the staging rows are
-// complete: a whole 128-value group per thread, rotated in registers (the scale came with the
-// prescale), to q16.
+// complete: from the staging rows to q16.
 template <int D, class KL, class C, class Q16At>
 TURBO3_DEVICE TURBO3_FORCEINLINE void mma_rotate_q_groups(Q16At q16_at, const float* q_stage, int tid, int n_threads) {
-  rotate_whole_groups<false, D / block_values, true>(
-      C::rows, tid, n_threads,
-      [&](int r, int d, float(&u)[block_values]) { load_consecutive(q_stage + r * C::ldo + d, u); },
-      [&](int r, int d, const float(&u)[block_values]) {
-        TURBO3_UNROLL
-        for (int k = 0; k < rotation_runs; ++k)
-          mma_store_q16<KL>(q16_at, r, d + k * kv::chunk_values, u + k * kv::chunk_values);
-      });
+  mma_rotate_q_groups_to_q16<D, KL, C>(q16_at, tid, n_threads, [&](int r, int d, float(&u)[block_values]) {
+    load_consecutive(q_stage + r * C::ldo + d, u);
+  });
+}
+
+// The second step without staging rows, once every run is in q16: each group read back from f16
+// (rounded to f16 once more than through the staging rows), rotated and written back in place.
+// Needs no shared memory besides q16, so the warpgroup kernel's producers can fill the first K/V
+// tiles meanwhile.
+template <int D, class KL, class C, class Q16At>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_rotate_q16_in_place(Q16At q16_at, int tid, int n_threads) {
+  mma_rotate_q_groups_to_q16<D, KL, C>(q16_at, tid, n_threads, [&](int r, int d, float(&u)[block_values]) {
+    TURBO3_UNROLL
+    for (int k = 0; k < rotation_runs; ++k)
+      mma_load_q16<KL>(q16_at, r, d + k * kv::chunk_values, u + k * kv::chunk_values);
+  });
 }
 
 // Q as f16 in K's slot order (q16_at(r, d): where value d of row r goes), prescaled and, when asked,
