@@ -445,6 +445,9 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
 // a second producer warp per scheduler decodes beside the first (H200, fifteenth session: 1.07x
 // causal, 1.04-1.05x masked against one; one producer with 72 registers and 8 chunks per round
 // instead of 4 gained nothing, so it is the issue slots of a second warp, not the ILP of one).
+// Without a mask the two split the sides (one fills every K tile, the other every V tile, so a
+// thread carries one side's addresses and its barrier numbers are constants); with a mask both
+// fill K, then V, of each tile (mma_wg_producer_body).
 template <int D, int PRODUCER_WARPGROUPS>
 struct wg_producer_config : wg_config<D> {
   static constexpr int producer_warpgroups = PRODUCER_WARPGROUPS, consumer_warpgroups = 2;
@@ -467,19 +470,30 @@ struct wg_producer_config : wg_config<D> {
   // Named barriers (0 is sync_threads): the producers' own, then per buffer b full / empty of K / V.
   static constexpr int bar_producer = 1, bar_k_full = 2, bar_v_full = 4, bar_k_empty = 6, bar_v_empty = 8;
   static constexpr int bar_consumers = 10;  // the consumers' own (Q rotated)
+  static constexpr int bar_producer_v = 11;  // the V producers' own, where the producer warpgroups split K and V
 };
 
-template <int D, class L, class C>
+// SPLIT: the producer warpgroups fill one side each (turbo3, two producer warpgroups; below).
+template <int D, class L, class C, bool SPLIT>
 TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   using platform::frag_a;
   using platform::frag_acc;
   constexpr bool t3 = L::type == data_type::turbo3;
   constexpr int PT = C::producer_threads, ALL = C::threads;
+  // split: warpgroup 0 fills every K tile, warpgroup 1 every V tile; else every producer thread
+  // fills K, then V, of each tile.
+  constexpr bool split = SPLIT;
+  static_assert(!split || (t3 && C::producer_warpgroups == 2), "split: turbo3, two producer warpgroups");
+  // FT: the producer threads that fill one side; full_count: the threads of a full / empty barrier
+  // (the fillers of its side and the consumers).
+  constexpr int FT = split ? PT / 2 : PT, full_count = FT + C::consumer_threads;
   const wg_smem<C> sm;
   int* const mask_end_s = sm.mask_end();
 
   const int tid = static_cast<int>(threadIdx.x);
   const bool producer = tid < PT;
+  const bool v_role = split && tid >= FT;  // one value per warpgroup
+  const int ftid = split ? tid % FT : tid;
   const prefill_block blk = prefill_block_of(a);
   const int q_tile = blk.q_tile, kv_head = blk.kv_head, head_group = blk.head_group, seq = blk.seq;
   int kv_end = prefill_kv_end(a, q_tile);
@@ -493,8 +507,8 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   // its pointers stepped from row to row. Nothing past the view's end is read. One commit group
   // per call.
   auto issue_stage = [&](int t, bool v_side) {
-    constexpr int per_pass = PT / C::raw_row_lanes;
-    const int seg = tid % C::raw_row_lanes, row = tid / C::raw_row_lanes;
+    constexpr int per_pass = FT / C::raw_row_lanes;
+    const int seg = ftid % C::raw_row_lanes, row = ftid / C::raw_row_lanes;
     const int j0 = t * C::keys, n_valid = min(C::keys, kv_end - j0);
     const int64_t nb1 = v_side ? a.v_nb1 : a.k_nb1;
     const char* const view_end = v_side ? a.v_end : a.k_end;
@@ -538,10 +552,10 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   // thread always decodes chunk c of keys key0, key0 + 8, ...: its stores are one swizzled place
   // plus 1 KB per step (the row's swizzle, key % 8, stays), its stage reads step by 8 rows.
   // Rounds of `batch` chunks whose loads are issued together.
-  static_assert(PT % C::chunks == 0 && (PT / C::chunks) % 8 == 0, "a thread's keys keep their swizzle");
+  static_assert(FT % C::chunks == 0 && (FT / C::chunks) % 8 == 0, "a thread's keys keep their swizzle");
   auto decode_tile = [&](int t, bool v_side, unsigned char* dst, const turbo3_lut& lut) {
-    constexpr int key_step = PT / C::chunks;
-    const int chunk_c = tid % C::chunks, key0 = tid / C::chunks;
+    constexpr int key_step = FT / C::chunks;
+    const int chunk_c = ftid % C::chunks, key0 = ftid / C::chunks;
     const int piece_lo = wg_piece(key0, 2 * chunk_c, C::keys), piece_hi = wg_piece(key0, 2 * chunk_c + 1, C::keys);
     constexpr int per_thread = C::keys / key_step, batch = C::decode_batch;
     static_assert(per_thread % batch == 0, "whole rounds");
@@ -557,8 +571,7 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
     auto rounds = [&](auto whole_c) {
       constexpr bool whole = decltype(whole_c)::value;
       const char* const first = st + key0 * C::raw_pitch + (low0 & 15u);
-#pragma unroll 1
-      for (int u0 = 0; u0 < per_thread; u0 += batch) {
+      auto round = [&](int u0) {
         mma_raw<L> raw[batch];
         TURBO3_UNROLL
         for (int u = 0; u < batch; ++u) {
@@ -578,7 +591,9 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
           *reinterpret_cast<uint4*>(row + piece_lo) = make_uint4(w[0], w[1], w[2], w[3]);
           *reinterpret_cast<uint4*>(row + piece_hi) = make_uint4(w[4], w[5], w[6], w[7]);
         }
-      }
+      };
+#pragma unroll 1
+      for (int u0 = 0; u0 < per_thread; u0 += batch) round(u0);
     };
     if ((step & 15u) == 0 && n_valid == C::keys) rounds(std::true_type{});
     else rounds(std::false_type{});
@@ -603,10 +618,15 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   // The first tiles' copies go out before Q is read (kv_end without the mask).
   if (producer) {
     if constexpr (t3) {
-      issue_stage(0, false);
-      issue_stage(0, true);
-      issue_stage(1, false);
-      issue_stage(1, true);
+      if constexpr (split) {
+        issue_stage(0, v_role);
+        issue_stage(1, v_role);
+      } else {
+        issue_stage(0, false);
+        issue_stage(0, true);
+        issue_stage(1, false);
+        issue_stage(1, true);
+      }
     } else {
       copy_tile(0, 0);
     }
@@ -633,22 +653,48 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
     platform::wg_registers_down<C::producer_registers>();
     const int n_tiles = key_tiles();
     if constexpr (t3) {
-      const turbo3_lut lut = lut_in_registers(a.lut);
-      for (int t = 0; t < n_tiles; ++t) {
-        const int b = t & 1;
-        platform::async_wait<2>();  // this thread's rows of tile t (tile t + 1's may be in flight)
-        platform::named_barrier_sync(C::bar_producer, PT);  // everyone's rows of tile t
-        if (t >= 2) platform::named_barrier_sync(C::bar_k_empty + b, ALL);
-        decode_tile(t, false, sm.k16(b), lut);
-        platform::shared_writes_to_async();
-        platform::named_barrier_arrive(C::bar_k_full + b, ALL);
-        if (t >= 2) platform::named_barrier_sync(C::bar_v_empty + b, ALL);
-        decode_tile(t, true, sm.v16(b), lut);
-        platform::shared_writes_to_async();
-        platform::named_barrier_arrive(C::bar_v_full + b, ALL);
-        platform::named_barrier_sync(C::bar_producer, PT);  // ring slot t % 2 read by everyone
-        issue_stage(t + 2, false);
-        issue_stage(t + 2, true);
+      if constexpr (split) {
+        // Each producer warpgroup fills one side: K (warpgroup 0) or V of every tile, from its own
+        // ring slots, with its own barrier; the side is a constant of each copy of the loop, so that
+        // a thread holds one side's addresses and no barrier number in a register.
+        auto fill_side = [&](auto v_c) {
+          constexpr bool V = decltype(v_c)::value;
+          constexpr int bar_side = V ? C::bar_producer_v : C::bar_producer;
+          constexpr int bar_empty = V ? C::bar_v_empty : C::bar_k_empty;
+          constexpr int bar_full = V ? C::bar_v_full : C::bar_k_full;
+          const turbo3_lut lut = lut_in_registers(a.lut);
+          for (int t = 0; t < n_tiles; ++t) {
+            const int b = t & 1;
+            platform::async_wait<1>();  // this thread's rows of tile t (tile t + 1's may be in flight)
+            platform::named_barrier_sync(bar_side, FT);  // the side's rows of tile t
+            if (t >= 2) platform::named_barrier_sync(bar_empty + b, full_count);
+            decode_tile(t, V, V ? sm.v16(b) : sm.k16(b), lut);
+            platform::shared_writes_to_async();
+            platform::named_barrier_arrive(bar_full + b, full_count);
+            platform::named_barrier_sync(bar_side, FT);  // ring slot t % 2 read by the side
+            issue_stage(t + 2, V);
+          }
+        };
+        if (v_role) fill_side(std::true_type{});
+        else fill_side(std::false_type{});
+      } else {
+        const turbo3_lut lut = lut_in_registers(a.lut);
+        for (int t = 0; t < n_tiles; ++t) {
+          const int b = t & 1;
+          platform::async_wait<2>();  // this thread's rows of tile t (tile t + 1's may be in flight)
+          platform::named_barrier_sync(C::bar_producer, PT);  // everyone's rows of tile t
+          if (t >= 2) platform::named_barrier_sync(C::bar_k_empty + b, ALL);
+          decode_tile(t, false, sm.k16(b), lut);
+          platform::shared_writes_to_async();
+          platform::named_barrier_arrive(C::bar_k_full + b, ALL);
+          if (t >= 2) platform::named_barrier_sync(C::bar_v_empty + b, ALL);
+          decode_tile(t, true, sm.v16(b), lut);
+          platform::shared_writes_to_async();
+          platform::named_barrier_arrive(C::bar_v_full + b, ALL);
+          platform::named_barrier_sync(C::bar_producer, PT);  // ring slot t % 2 read by everyone
+          issue_stage(t + 2, false);
+          issue_stage(t + 2, true);
+        }
       }
     } else {
       // Tile t is published as soon as it has landed (the full barriers complete once every
@@ -700,33 +746,33 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   for (int t = 0; t < n_tiles; ++t) {
     const int j0 = t * C::keys, b = t & 1;
     frag_acc s_acc[C::n_tiles_k];
-    platform::named_barrier_sync(C::bar_k_full + b, ALL);
+    platform::named_barrier_sync(C::bar_k_full + b, full_count);
     platform::wg_fence();
     mul.issue_s(s_acc, b);
     platform::wg_wait<0>();
     platform::wg_hold(s_acc);
-    if (t + 2 < n_tiles) platform::named_barrier_arrive(C::bar_k_empty + b, ALL);
+    if (t + 2 < n_tiles) platform::named_barrier_arrive(C::bar_k_empty + b, full_count);
 
     frag_a pa[C::n_tiles_k];
     mma_fragment_softmax<true>(a, s_acc, lane_rows, m_lane, l_lane, pa, o_acc, j0);
     platform::wg_hold(o_acc);
     TURBO3_UNROLL
     for (int ks = 0; ks < C::n_tiles_k; ++ks) platform::wg_hold(pa[ks]);
-    platform::named_barrier_sync(C::bar_v_full + b, ALL);
+    platform::named_barrier_sync(C::bar_v_full + b, full_count);
     platform::wg_fence();
     mul.issue_pv(o_acc, pa, b);
     platform::wg_wait<0>();
     platform::wg_hold(o_acc);
-    if (t + 2 < n_tiles) platform::named_barrier_arrive(C::bar_v_empty + b, ALL);
+    if (t + 2 < n_tiles) platform::named_barrier_arrive(C::bar_v_empty + b, full_count);
   }
 
   wg_store_out<D, L, C>(a, o_acc, m_lane, l_lane, cw, kv_head, head_group, q_tile, seq, ctid);
 }
 
-template <int D, class L, class C>
+template <int D, class L, class C, bool SPLIT>
 TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, 1) mma_wg_producer_kernel(tile_args a) {
   if constexpr (platform::has_warpgroup_mma) {
-    mma_wg_producer_body<D, L, C>(a);
+    mma_wg_producer_body<D, L, C, SPLIT>(a);
   } else {
 #if TURBO3_DEVICE_PASS
     platform::trap();  // never launched: warpgroup_mma_available routes other devices elsewhere
@@ -762,10 +808,21 @@ status launch_mma_wg(const attention_params& p, bool specialized, hipStream_t st
   if (specialized) {
     // turbo3: two producer warpgroups (the decode wants their issue slots: 3-5% faster than one at
     // pp2048 / pp4096, H200, fifteenth session); f16: one (it only copies).
-    using C = wg_producer_config<D, L::type == data_type::turbo3 ? 2 : 1>;
+    constexpr bool t3 = L::type == data_type::turbo3;
+    using C = wg_producer_config<D, t3 ? 2 : 1>;
     const tile_args a = make_tile_args(p, C::rows, p.k.type, p.v.type);
-    static const bool limit_raised = raise_smem_limit(&mma_wg_producer_kernel<D, L, C>, C::smem_bytes);
-    return launch_prefill_grid(&mma_wg_producer_kernel<D, L, C>, limit_raised, a, C::threads, C::smem_bytes, stream);
+    // turbo3 without a mask: the producer warpgroups split K and V (H200, D = 256, twentieth
+    // session: causal pp512 / 2048 / 4096 5.5-6.5% faster; with ggml's mask 0% / 1.6% / 4.2%
+    // slower, so masked calls keep the joint fill, in a kernel of its own).
+    if constexpr (t3) {
+      if (a.mask == nullptr) {
+        static const bool raised = raise_smem_limit(&mma_wg_producer_kernel<D, L, C, true>, C::smem_bytes);
+        return launch_prefill_grid(&mma_wg_producer_kernel<D, L, C, true>, raised, a, C::threads, C::smem_bytes, stream);
+      }
+    }
+    static const bool limit_raised = raise_smem_limit(&mma_wg_producer_kernel<D, L, C, false>, C::smem_bytes);
+    return launch_prefill_grid(&mma_wg_producer_kernel<D, L, C, false>, limit_raised, a, C::threads, C::smem_bytes,
+                               stream);
   }
   using C = wg_config<D>;
   const tile_args a = make_tile_args(p, C::rows, p.k.type, p.v.type);
