@@ -1324,8 +1324,7 @@ inline status mma_supported(const attention_params& p) {
 
 template <int D, class KL, class VL, class C>
 status launch_mma_config(const tile_args& a, hipStream_t stream) {
-  static const bool limit_raised = raise_smem_limit(&mma_kernel<D, KL, VL, C>, C::smem_bytes);
-  return launch_prefill_grid(&mma_kernel<D, KL, VL, C>, limit_raised, a, C::threads, C::smem_bytes, stream);
+  return launch_prefill_grid<&mma_kernel<D, KL, VL, C>>(a, C::threads, C::smem_bytes, stream);
 }
 
 template <int D, class KL, class VL>

@@ -571,7 +571,8 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
     auto rounds = [&](auto whole_c) {
       constexpr bool whole = decltype(whole_c)::value;
       const char* const first = st + key0 * C::raw_pitch + (low0 & 15u);
-      auto round = [&](int u0) {
+#pragma unroll 1
+      for (int u0 = 0; u0 < per_thread; u0 += batch) {
         mma_raw<L> raw[batch];
         TURBO3_UNROLL
         for (int u = 0; u < batch; ++u) {
@@ -591,9 +592,7 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
           *reinterpret_cast<uint4*>(row + piece_lo) = make_uint4(w[0], w[1], w[2], w[3]);
           *reinterpret_cast<uint4*>(row + piece_hi) = make_uint4(w[4], w[5], w[6], w[7]);
         }
-      };
-#pragma unroll 1
-      for (int u0 = 0; u0 < per_thread; u0 += batch) round(u0);
+      }
     };
     if ((step & 15u) == 0 && n_valid == C::keys) rounds(std::true_type{});
     else rounds(std::false_type{});
@@ -815,19 +814,14 @@ status launch_mma_wg(const attention_params& p, bool specialized, hipStream_t st
     // session: causal pp512 / 2048 / 4096 5.5-6.5% faster; with ggml's mask 0% / 1.6% / 4.2%
     // slower, so masked calls keep the joint fill, in a kernel of its own).
     if constexpr (t3) {
-      if (a.mask == nullptr) {
-        static const bool raised = raise_smem_limit(&mma_wg_producer_kernel<D, L, C, true>, C::smem_bytes);
-        return launch_prefill_grid(&mma_wg_producer_kernel<D, L, C, true>, raised, a, C::threads, C::smem_bytes, stream);
-      }
+      if (a.mask == nullptr)
+        return launch_prefill_grid<&mma_wg_producer_kernel<D, L, C, true>>(a, C::threads, C::smem_bytes, stream);
     }
-    static const bool limit_raised = raise_smem_limit(&mma_wg_producer_kernel<D, L, C, false>, C::smem_bytes);
-    return launch_prefill_grid(&mma_wg_producer_kernel<D, L, C, false>, limit_raised, a, C::threads, C::smem_bytes,
-                               stream);
+    return launch_prefill_grid<&mma_wg_producer_kernel<D, L, C, false>>(a, C::threads, C::smem_bytes, stream);
   }
   using C = wg_config<D>;
   const tile_args a = make_tile_args(p, C::rows, p.k.type, p.v.type);
-  static const bool limit_raised = raise_smem_limit(&mma_wg_kernel<D, L, L, C>, C::smem_bytes);
-  return launch_prefill_grid(&mma_wg_kernel<D, L, L, C>, limit_raised, a, C::threads, C::smem_bytes, stream);
+  return launch_prefill_grid<&mma_wg_kernel<D, L, L, C>>(a, C::threads, C::smem_bytes, stream);
 }
 
 // Launches the warpgroup kernel for params mma_wg_applies takes (specialized: the form with a

@@ -659,9 +659,9 @@ inline status tile_supported(const attention_params& p) {
   return status::ok;
 }
 
-// Shared memory past the default 48 KB needs a kernel's limit raised, once per process: callers
-// keep the result in a function-local static (not a stream operation, so legal under capture;
-// done on first use).
+// Shared memory past the default 48 KB needs a kernel's limit raised, once per process
+// (launch_prefill_grid keeps the result in a function-local static per kernel: not a stream
+// operation, so legal under capture; done on first use).
 template <class Kernel>
 bool raise_smem_limit(Kernel* kernel, size_t smem_bytes) {
   if (hipFuncSetAttribute(reinterpret_cast<const void*>(kernel), hipFuncAttributeMaxDynamicSharedMemorySize,
@@ -672,20 +672,20 @@ bool raise_smem_limit(Kernel* kernel, size_t smem_bytes) {
 }
 
 // A prefill kernel (TILE or MMA) over its grid: (query tiles x KV heads x head groups) x sequences
-// (prefill_block_of).
-template <class Kernel>
-status launch_prefill_grid(Kernel* kernel, bool limit_raised, const tile_args& a, int threads, size_t smem_bytes,
-                           hipStream_t stream) {
+// (prefill_block_of), its shared-memory limit raised on its first launch (smem_bytes: the
+// kernel's one size).
+template <auto Kernel>
+status launch_prefill_grid(const tile_args& a, int threads, size_t smem_bytes, hipStream_t stream) {
+  static const bool limit_raised = raise_smem_limit(Kernel, smem_bytes);
   if (!limit_raised) return status::runtime_error;
   const dim3 grid(static_cast<unsigned>(a.q_tiles * a.n_head_kv * a.head_groups), static_cast<unsigned>(a.n_seq));
-  kernel<<<grid, threads, smem_bytes, stream>>>(a);
+  Kernel<<<grid, threads, smem_bytes, stream>>>(a);
   return hipGetLastError() == hipSuccess ? status::ok : status::runtime_error;
 }
 
 template <int D, class KL, class VL, class C>
 status launch_tile_config(const tile_args& a, hipStream_t stream) {
-  static const bool limit_raised = raise_smem_limit(&tile_kernel<D, KL, VL, C>, C::smem_bytes);
-  return launch_prefill_grid(&tile_kernel<D, KL, VL, C>, limit_raised, a, C::threads, C::smem_bytes, stream);
+  return launch_prefill_grid<&tile_kernel<D, KL, VL, C>>(a, C::threads, C::smem_bytes, stream);
 }
 
 template <int D, class KL, class VL>
