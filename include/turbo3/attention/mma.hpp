@@ -839,6 +839,35 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_init_lane_rows(const tile_args& a, int
   }
 }
 
+// One tile's mask values for this lane's score fragments, read before the tile's scores are: the
+// loads then run beside the barrier wait and the multiplies instead of after them. As f16 pairs of
+// adjacent keys of a row (the two columns of a fragment element pair): pair p of fragment n holds
+// keys j0 + 16 n + frag_acc_col(2 p) and the next, of row slot frag_acc_row_slot(2 p).
+template <int NK>
+struct mma_mask_pairs {
+  uint32_t h2[NK][4];
+};
+
+// Whether every mask row starts 4-byte aligned (so a pair of adjacent even-indexed keys is one
+// 4-byte load).
+TURBO3_DEVICE TURBO3_FORCEINLINE bool mma_mask_rows_paired(const tile_args& a) {
+  return ((reinterpret_cast<uintptr_t>(a.mask) | static_cast<uint64_t>(a.mask_nb1) | static_cast<uint64_t>(a.mask_nb2) |
+           static_cast<uint64_t>(a.mask_nb3)) & 3u) == 0;
+}
+
+// Pairs of the tile at key j0, all of whose keys are below n_kv (padding rows read the mask's first
+// row, which the window hides).
+template <int NK>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_mask_pairs(const mma_lane_row (&lane_rows)[platform::frag_acc_rows], int j0,
+                                                         mma_mask_pairs<NK>& m) {
+  TURBO3_UNROLL
+  for (int n = 0; n < NK; ++n)
+    TURBO3_UNROLL
+    for (int p = 0; p < 4; ++p)
+      m.h2[n][p] = *reinterpret_cast<const uint32_t*>(lane_rows[platform::frag_acc_row_slot(2 * p)].mask + j0 + 16 * n +
+                                                      platform::frag_acc_col(2 * p));
+}
+
 // A running maximum (base 2) stays while a tile's scores exceed it by at most this much
 // (mma_fragment_softmax with LAZY): probabilities up to 2^8, well inside f16, and O is rescaled
 // only when a row's maximum jumps by more.
@@ -858,7 +887,9 @@ TURBO3_DEVICE TURBO3_FORCEINLINE bool mma_fragment_probabilities(const tile_args
                                                                 float (&m_lane)[platform::frag_acc_rows],
                                                                 float (&l_lane)[platform::frag_acc_rows],
                                                                 platform::frag_a (&pa)[NK], int j0,
-                                                                float (&alpha)[platform::frag_acc_rows]) {
+                                                                float (&alpha)[platform::frag_acc_rows],
+                                                                const mma_mask_pairs<NK>& mask_pairs = {},
+                                                                bool mask_prefetched = false) {
   using platform::frag_acc;
   constexpr int R = platform::frag_acc_rows;
   const int last_key = a.n_kv - 1;
@@ -889,7 +920,13 @@ TURBO3_DEVICE TURBO3_FORCEINLINE bool mma_fragment_probabilities(const tile_args
         if constexpr (decltype(masked)::value || decltype(window)::value) {
           bool visible = j < lane_rows[rr].end;
           if constexpr (decltype(masked)::value) {
-            const float mv = platform::half_to_float(lane_rows[rr].mask[min(j, last_key)]);
+            float mv;
+            if constexpr (decltype(masked)::value == 2) {
+              const uint32_t h2 = mask_pairs.h2[n][i / 2];
+              mv = platform::half_bits_to_float(static_cast<uint16_t>(i % 2 ? h2 >> 16 : h2));
+            } else {
+              mv = platform::half_to_float(lane_rows[rr].mask[min(j, last_key)]);
+            }
             visible = visible && mv != -INFINITY;
             v += lane_rows[rr].slope * mv;
           }
@@ -901,7 +938,11 @@ TURBO3_DEVICE TURBO3_FORCEINLINE bool mma_fragment_probabilities(const tile_args
   };
   using yes = std::true_type;
   using no = std::false_type;
-  if (a.mask) {
+  using paired = std::integral_constant<int, 2>;
+  if (a.mask && mask_prefetched) {
+    if (a.softcap_post != 0.0f) scores(paired{}, yes{}, yes{});
+    else scores(paired{}, no{}, yes{});
+  } else if (a.mask) {
     if (a.softcap_post != 0.0f) scores(yes{}, yes{}, yes{});
     else scores(yes{}, no{}, yes{});
   } else if (a.softcap_post != 0.0f) {
@@ -957,9 +998,11 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_fragment_softmax(const tile_args& a, p
                                                           float (&m_lane)[platform::frag_acc_rows],
                                                           float (&l_lane)[platform::frag_acc_rows],
                                                           platform::frag_a (&pa)[NK], platform::frag_acc (&o_acc)[ND],
-                                                          int j0) {
+                                                          int j0, const mma_mask_pairs<NK>& mask_pairs = {},
+                                                          bool mask_prefetched = false) {
   float alpha[platform::frag_acc_rows];
-  if (mma_fragment_probabilities<LAZY>(a, s_acc, lane_rows, m_lane, l_lane, pa, j0, alpha)) mma_rescale_rows(o_acc, alpha);
+  if (mma_fragment_probabilities<LAZY>(a, s_acc, lane_rows, m_lane, l_lane, pa, j0, alpha, mask_pairs, mask_prefetched))
+    mma_rescale_rows(o_acc, alpha);
 }
 
 // ---- the kernel ----------------------------------------------------------------------------------

@@ -445,9 +445,10 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
 // a second producer warp per scheduler decodes beside the first (H200, fifteenth session: 1.07x
 // causal, 1.04-1.05x masked against one; one producer with 72 registers and 8 chunks per round
 // instead of 4 gained nothing, so it is the issue slots of a second warp, not the ILP of one).
-// Without a mask the two split the sides (one fills every K tile, the other every V tile, so a
-// thread carries one side's addresses and its barrier numbers are constants); with a mask both
-// fill K, then V, of each tile (mma_wg_producer_body).
+// The two split the sides (one fills every K tile, the other every V tile, so a thread carries one
+// side's addresses and its barrier numbers are constants): H200, D = 256, twentieth session, 5.5-6.5%
+// faster causal than both filling K, then V, of each tile; with a mask (since its values are read
+// ahead, twenty-first session) 4-9% faster.
 template <int D, int PRODUCER_WARPGROUPS>
 struct wg_producer_config : wg_config<D> {
   static constexpr int producer_warpgroups = PRODUCER_WARPGROUPS, consumer_warpgroups = 2;
@@ -473,16 +474,16 @@ struct wg_producer_config : wg_config<D> {
   static constexpr int bar_producer_v = 11;  // the V producers' own, where the producer warpgroups split K and V
 };
 
-// SPLIT: the producer warpgroups fill one side each (turbo3, two producer warpgroups; below).
-template <int D, class L, class C, bool SPLIT>
+// MASKED: the instantiation for calls with a mask (the consumers read each whole tile's mask
+// values ahead of its multiplies); the other is launched without one (mma_wg_producer_kernel).
+template <int D, class L, class C, bool MASKED>
 TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   using platform::frag_a;
   using platform::frag_acc;
   constexpr bool t3 = L::type == data_type::turbo3;
   constexpr int PT = C::producer_threads, ALL = C::threads;
-  // split: warpgroup 0 fills every K tile, warpgroup 1 every V tile; else every producer thread
-  // fills K, then V, of each tile.
-  constexpr bool split = SPLIT;
+  // split (turbo3): warpgroup 0 fills every K tile, warpgroup 1 every V tile.
+  constexpr bool split = t3;
   static_assert(!split || (t3 && C::producer_warpgroups == 2), "split: turbo3, two producer warpgroups");
   // FT: the producer threads that fill one side; full_count: the threads of a full / empty barrier
   // (the fillers of its side and the consumers).
@@ -617,15 +618,8 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   // The first tiles' copies go out before Q is read (kv_end without the mask).
   if (producer) {
     if constexpr (t3) {
-      if constexpr (split) {
-        issue_stage(0, v_role);
-        issue_stage(1, v_role);
-      } else {
-        issue_stage(0, false);
-        issue_stage(0, true);
-        issue_stage(1, false);
-        issue_stage(1, true);
-      }
+      issue_stage(0, v_role);
+      issue_stage(1, v_role);
     } else {
       copy_tile(0, 0);
     }
@@ -652,49 +646,29 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
     platform::wg_registers_down<C::producer_registers>();
     const int n_tiles = key_tiles();
     if constexpr (t3) {
-      if constexpr (split) {
-        // Each producer warpgroup fills one side: K (warpgroup 0) or V of every tile, from its own
-        // ring slots, with its own barrier; the side is a constant of each copy of the loop, so that
-        // a thread holds one side's addresses and no barrier number in a register.
-        auto fill_side = [&](auto v_c) {
-          constexpr bool V = decltype(v_c)::value;
-          constexpr int bar_side = V ? C::bar_producer_v : C::bar_producer;
-          constexpr int bar_empty = V ? C::bar_v_empty : C::bar_k_empty;
-          constexpr int bar_full = V ? C::bar_v_full : C::bar_k_full;
-          const turbo3_lut lut = lut_in_registers(a.lut);
-          for (int t = 0; t < n_tiles; ++t) {
-            const int b = t & 1;
-            platform::async_wait<1>();  // this thread's rows of tile t (tile t + 1's may be in flight)
-            platform::named_barrier_sync(bar_side, FT);  // the side's rows of tile t
-            if (t >= 2) platform::named_barrier_sync(bar_empty + b, full_count);
-            decode_tile(t, V, V ? sm.v16(b) : sm.k16(b), lut);
-            platform::shared_writes_to_async();
-            platform::named_barrier_arrive(bar_full + b, full_count);
-            platform::named_barrier_sync(bar_side, FT);  // ring slot t % 2 read by the side
-            issue_stage(t + 2, V);
-          }
-        };
-        if (v_role) fill_side(std::true_type{});
-        else fill_side(std::false_type{});
-      } else {
+      // Each producer warpgroup fills one side: K (warpgroup 0) or V of every tile, from its own
+      // ring slots, with its own barrier; the side is a constant of each copy of the loop, so that
+      // a thread holds one side's addresses and no barrier number in a register.
+      auto fill_side = [&](auto v_c) {
+        constexpr bool V = decltype(v_c)::value;
+        constexpr int bar_side = V ? C::bar_producer_v : C::bar_producer;
+        constexpr int bar_empty = V ? C::bar_v_empty : C::bar_k_empty;
+        constexpr int bar_full = V ? C::bar_v_full : C::bar_k_full;
         const turbo3_lut lut = lut_in_registers(a.lut);
         for (int t = 0; t < n_tiles; ++t) {
           const int b = t & 1;
-          platform::async_wait<2>();  // this thread's rows of tile t (tile t + 1's may be in flight)
-          platform::named_barrier_sync(C::bar_producer, PT);  // everyone's rows of tile t
-          if (t >= 2) platform::named_barrier_sync(C::bar_k_empty + b, ALL);
-          decode_tile(t, false, sm.k16(b), lut);
+          platform::async_wait<1>();  // this thread's rows of tile t (tile t + 1's may be in flight)
+          platform::named_barrier_sync(bar_side, FT);  // the side's rows of tile t
+          if (t >= 2) platform::named_barrier_sync(bar_empty + b, full_count);
+          decode_tile(t, V, V ? sm.v16(b) : sm.k16(b), lut);
           platform::shared_writes_to_async();
-          platform::named_barrier_arrive(C::bar_k_full + b, ALL);
-          if (t >= 2) platform::named_barrier_sync(C::bar_v_empty + b, ALL);
-          decode_tile(t, true, sm.v16(b), lut);
-          platform::shared_writes_to_async();
-          platform::named_barrier_arrive(C::bar_v_full + b, ALL);
-          platform::named_barrier_sync(C::bar_producer, PT);  // ring slot t % 2 read by everyone
-          issue_stage(t + 2, false);
-          issue_stage(t + 2, true);
+          platform::named_barrier_arrive(bar_full + b, full_count);
+          platform::named_barrier_sync(bar_side, FT);  // ring slot t % 2 read by the side
+          issue_stage(t + 2, V);
         }
-      }
+      };
+      if (v_role) fill_side(std::true_type{});
+      else fill_side(std::false_type{});
     } else {
       // Tile t is published as soon as it has landed (the full barriers complete once every
       // producer thread's copies have), then tile t + 1 is copied while the consumers work on t.
@@ -739,12 +713,18 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   TURBO3_UNROLL
   for (int n = 0; n < C::n_tiles_d; ++n) platform::frag_zero(o_acc[n]);
   const wg_multiplies<C> mul(sm.q16(), sm.k16(0), sm.v16(0), cwg);
+  // With a mask, the mask values of whole tiles are read before the tile's barrier and multiplies
+  // (mma_load_mask_pairs), where the rows allow pair loads.
+  const bool mask_paired = a.mask != nullptr && mma_mask_rows_paired(a);
   // One tile at a time per consumer warpgroup (the two drift apart, so one's softmax runs beside
   // the other's multiplies). Overlapping a warpgroup's own softmax with its P V (two sets of P)
   // spilled at the consumers' 224 registers and was 5-19% slower (H200, fourteenth session).
   for (int t = 0; t < n_tiles; ++t) {
     const int j0 = t * C::keys, b = t & 1;
     frag_acc s_acc[C::n_tiles_k];
+    mma_mask_pairs<C::n_tiles_k> mask_pairs;
+    const bool prefetched = mask_paired && j0 + C::keys <= a.n_kv;
+    if (prefetched) mma_load_mask_pairs(lane_rows, j0, mask_pairs);
     platform::named_barrier_sync(C::bar_k_full + b, full_count);
     platform::wg_fence();
     mul.issue_s(s_acc, b);
@@ -753,7 +733,7 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
     if (t + 2 < n_tiles) platform::named_barrier_arrive(C::bar_k_empty + b, full_count);
 
     frag_a pa[C::n_tiles_k];
-    mma_fragment_softmax<true>(a, s_acc, lane_rows, m_lane, l_lane, pa, o_acc, j0);
+    mma_fragment_softmax<true>(a, s_acc, lane_rows, m_lane, l_lane, pa, o_acc, j0, mask_pairs, prefetched);
     platform::wg_hold(o_acc);
     TURBO3_UNROLL
     for (int ks = 0; ks < C::n_tiles_k; ++ks) platform::wg_hold(pa[ks]);
@@ -768,10 +748,13 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   wg_store_out<D, L, C>(a, o_acc, m_lane, l_lane, cw, kv_head, head_group, q_tile, seq, ctid);
 }
 
-template <int D, class L, class C, bool SPLIT>
+template <int D, class L, class C, bool MASKED>
 TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, 1) mma_wg_producer_kernel(tile_args a) {
   if constexpr (platform::has_warpgroup_mma) {
-    mma_wg_producer_body<D, L, C, SPLIT>(a);
+    // Launched only without a mask: the mask's code compiles out (H200, twenty-first session: both
+    // types 1% faster causal at pp512, turbo3 1.5% at pp2048).
+    if constexpr (!MASKED) a.mask = nullptr;
+    mma_wg_producer_body<D, L, C, MASKED>(a);
   } else {
 #if TURBO3_DEVICE_PASS
     platform::trap();  // never launched: warpgroup_mma_available routes other devices elsewhere
@@ -810,13 +793,11 @@ status launch_mma_wg(const attention_params& p, bool specialized, hipStream_t st
     constexpr bool t3 = L::type == data_type::turbo3;
     using C = wg_producer_config<D, t3 ? 2 : 1>;
     const tile_args a = make_tile_args(p, C::rows, p.k.type, p.v.type);
-    // turbo3 without a mask: the producer warpgroups split K and V (H200, D = 256, twentieth
-    // session: causal pp512 / 2048 / 4096 5.5-6.5% faster; with ggml's mask 0% / 1.6% / 4.2%
-    // slower, so masked calls keep the joint fill, in a kernel of its own).
-    if constexpr (t3) {
-      if (a.mask == nullptr)
-        return launch_prefill_grid<&mma_wg_producer_kernel<D, L, C, true>>(a, C::threads, C::smem_bytes, stream);
-    }
+    // Calls with a mask take an instantiation of their own (the mask read ahead: H200, D = 256,
+    // twenty-first session, turbo3 with ggml's mask 7-10% faster, f16 4-6%), so that the one
+    // without keeps its registers and code (1-2% slower with both in one kernel).
+    if (a.mask != nullptr)
+      return launch_prefill_grid<&mma_wg_producer_kernel<D, L, C, true>>(a, C::threads, C::smem_bytes, stream);
     return launch_prefill_grid<&mma_wg_producer_kernel<D, L, C, false>>(a, C::threads, C::smem_bytes, stream);
   }
   using C = wg_config<D>;
