@@ -448,7 +448,7 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
 // The two split the sides (one fills every K tile, the other every V tile, so a thread carries one
 // side's addresses and its barrier numbers are constants): H200, D = 256, twentieth session, 5.5-6.5%
 // faster causal than both filling K, then V, of each tile; with a mask (since its values are read
-// ahead, twenty-first session) 4-9% faster.
+// ahead, twenty-first session) 1-4% faster.
 template <int D, int PRODUCER_WARPGROUPS>
 struct wg_producer_config : wg_config<D> {
   static constexpr int producer_warpgroups = PRODUCER_WARPGROUPS, consumer_warpgroups = 2;
@@ -484,7 +484,7 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   constexpr int PT = C::producer_threads, ALL = C::threads;
   // split (turbo3): warpgroup 0 fills every K tile, warpgroup 1 every V tile.
   constexpr bool split = t3;
-  static_assert(!split || (t3 && C::producer_warpgroups == 2), "split: turbo3, two producer warpgroups");
+  static_assert(!split || C::producer_warpgroups == 2, "split: two producer warpgroups");
   // FT: the producer threads that fill one side; full_count: the threads of a full / empty barrier
   // (the fillers of its side and the consumers).
   constexpr int FT = split ? PT / 2 : PT, full_count = FT + C::consumer_threads;
