@@ -13,7 +13,7 @@ san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer
 if [[ -x $san ]]; then
   for tool in memcheck racecheck; do
     echo "== compute-sanitizer $tool"
-    "$san" --tool $tool --error-exitcode 9 ./.devrun/turbo3_gpu_tests ${SANITIZE_FILTER:-"[write],[capture]"} 2>&1 \
+    "$san" --tool $tool --error-exitcode 9 ./.devrun/turbo3_gpu_tests ${SANITIZE_FILTER:-"[write],[capture],[vec-san],[tile-san],[mma-san]"} 2>&1 \
       | tee "$out/sanitizer_$tool.log" | tail -6
     echo "sanitizer $tool exit: ${PIPESTATUS[0]}"
   done

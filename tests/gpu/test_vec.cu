@@ -19,6 +19,10 @@ struct report_at_exit {
 
 const data_type kv_types[2] = {data_type::f16, data_type::turbo3};
 
+// [vec-san]: the cases compute-sanitizer runs on the decode kernels (small enough for racecheck:
+// 2-17 s each on an H200): odd lengths, both codebooks and rotation modes, and the warp kernel over
+// every staging unit, row shift and option.
+
 void run_vec_case(const attention_case& c, std::mt19937_64& rng, const launch_options& opt = {}) {
   attention_problem prob(c, rng);
   prob.poison_output();
@@ -91,7 +95,7 @@ TEST_CASE("VEC: D=256, 16 query heads over 4 and 8 KV heads, every K/V pair", "[
           }
 }
 
-TEST_CASE("VEC: both codebooks and both rotation modes", "[vec]") {
+TEST_CASE("VEC: both codebooks and both rotation modes", "[vec][vec-san]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0xcb);
   for (codebook cb : {codebook::lloyd_max, codebook::legacy})
     for (bool library_rotates : {true, false})
@@ -174,7 +178,7 @@ TEST_CASE("VEC: the matrix-instruction kernel (opt-in) on every K/V pair", "[vec
       }
 }
 
-TEST_CASE("VEC: odd lengths", "[vec]") {
+TEST_CASE("VEC: odd lengths", "[vec][vec-san]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x0dd);
   for (int n_kv : {1, 3, 9, 27, 81, 129, 257, 1000}) {
     attention_case c;
@@ -188,7 +192,7 @@ TEST_CASE("VEC: odd lengths", "[vec]") {
   }
 }
 
-TEST_CASE("VEC: the warp kernel over row layouts, shifts, GQA, options; the scalar kernel forced", "[vec]") {
+TEST_CASE("VEC: the warp kernel over row layouts, shifts, GQA, options; the scalar kernel forced", "[vec][vec-san]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x3a4b);
   launch_options warp, scalar;
   warp.vec = vec_variant::warp;
