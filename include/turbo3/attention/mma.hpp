@@ -537,15 +537,17 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q_run(const tile_args& a, const c
 // 0..7). The rotation's butterfly stages h = 1..8 stay inside a run: one multiply of each tile by a
 // 16x16 Hadamard matrix (entries +-1, exact in f16) on the matrix cores, with its rows and columns
 // in the orders the data comes and goes in. Stages h = 16, 32, 64 combine the same element of
-// different tiles: additions in each lane's registers. A lane's signs (before: applied with the
-// factor that rounds the input to f16; after: with the scale) are bits of the tables picked per
-// lane, one word of nibbles per table (lane_sign_nibbles). Compared with un-rotating in shared memory: no shared memory, no barrier, and the 512
+// different tiles: additions of whole f16-pair registers (mma_store_out_fragments). Compared with
+// un-rotating in shared memory: no shared memory, no barrier, and the 512
 // additions and 256 sign flips of stages h = 1..8 per group become 16 multiplies per warp; the
 // output is rounded to f16 once more on the way (as P and V, the operands it comes from, are).
 // Measured on an H200 (D = 256, pp512): the work-group's un-rotation cost 1.5 us in shared memory
 // (whole groups per thread); on fragments the kernel is 1.7 us faster than without any un-rotation
 // (which still passes the rows through shared memory). The same for Q (loads straight into the A
 // layout) measured 1-6 us slower than whole groups: kept in bench/experiments/mma-q-fragments.patch.
+// Stages h = 16..64 on the f16 A operand with the signs folded into operands (below) against float32
+// stages after the multiply with per-element signs and scale: H200, D = 256, twenty-third session,
+// turbo3 causal 1.9% faster at pp512 (the un-rotation's cost 1.7 -> 0.9 us), masked 1-2%.
 
 // B[k][n] = H16[in(k)][out(n)]: run value in(k) enters at K index k, run value out(n) leaves at column n.
 template <class In, class Out>
@@ -563,54 +565,33 @@ TURBO3_DEVICE TURBO3_FORCEINLINE platform::frag_b hadamard16_b(In in, Out out) {
   return b;
 }
 
-// value with the sign of dimension 16 r + v of a group (S1: table s1, else s2); r a run (a
-// constant once unrolled), v this lane's value within the run.
-template <bool S1>
-TURBO3_DEVICE TURBO3_FORCEINLINE float with_table_sign(float value, int r, int v) {
-  return apply_sign(value, S1 ? rotation_s1_word(r / 2) : rotation_s2_word(r / 2), 16 * (r % 2) + v);
-}
-
-// A lane's sign bits of one table for the 8 runs of a group: nibble r is bits 16 (r % 2) + 4 t ..
-// + 3 of word r / 2 (S1: table s1, else s2), the four run values 4 t .. 4 t + 3 that lane t's
-// accumulator columns hold in a turbo3 slot order (slot_nibbles). The same for every group.
-template <bool S1>
-TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t lane_sign_nibbles(int t) {
-  uint32_t m = 0;
-  TURBO3_UNROLL
-  for (int r = 0; r < rotation_runs; ++r) {
-    const uint32_t word = S1 ? rotation_s1_word(r / 2) : rotation_s2_word(r / 2);
-    m |= ((word >> (16 * (r % 2))) >> (4 * t) & 0xFu) << (4 * r);
-  }
-  return m;
-}
-// Stages h = 16, 32, 64 of a group held as 8 run tiles.
-TURBO3_DEVICE TURBO3_FORCEINLINE void run_butterflies(platform::frag_acc (&y)[rotation_runs]) {
-  TURBO3_UNROLL
-  for (int h = 1; h < rotation_runs; h *= 2)
-    TURBO3_UNROLL
-    for (int r = 0; r < rotation_runs; ++r)
-      if ((r & h) == 0)
-        TURBO3_UNROLL
-        for (int i = 0; i < platform::frag_acc::elements; ++i) {
-          const float u = y[r].x[i], w = y[r + h].x[i];
-          y[r].x[i] = u + w;
-          y[r + h].x[i] = u - w;
-        }
-}
+// Bit v of sign word `word` (a run-time v: one shift and one mask).
+TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t sign_bit(uint32_t word, int v) { return (word >> v) & 1u; }
 
 // The output rows of this warp from its accumulators (o_acc: 16 rows x D in V's slot order),
 // normalized by the lane's row factors, un-rotated on fragments and stored straight to the
 // caller's out: a lane holds dimensions 4t .. 4t + 3 of every run for rows g and g + 8 (16 or 8
 // contiguous bytes, 64 or 32 per row and store).
+// The un-rotation is s1 * H128 * s2 * scale with H128 = H8 (x) H16 over (run, value): each run tile
+// is normalized and scaled (factor * rotation_scale, before the f16 rounding, so that the f16
+// operands never hold unnormalized sums), rounded to f16 as the A operand, its input signs (table
+// s2) flipped on the f16 pairs, then stages h = 16, 32, 64 run on the f16 pairs of whole A
+// registers (runs r and r + h hold the same rows and columns), and the multiply by H16, whose
+// columns carry each run's output signs (table s1), leaves the final values in the accumulator: per
+// 128-value group 4 words of sign flips, 12 of additions per run, 16 multiplies; no per-element
+// sign or scale after the multiply. The butterflies round to f16 three times more than the float32
+// stages after the multiply did.
 template <int D, class VL, class C>
 TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_fragments(const tile_args& a,
                                                              platform::frag_acc (&o_acc)[C::n_tiles_d],
                                                              const float (&factor)[platform::frag_acc_rows],
                                                              int kv_head, int head_group, int q_tile, int seq,
                                                              int tid) {
+  using platform::frag_a;
   using platform::frag_acc;
+  using platform::frag_b;
   constexpr int R = platform::frag_acc_rows;
-  const int warp = tid / C::wave, t = platform::lane_id() % 4;
+  const int lane = platform::lane_id(), warp = tid / C::wave, t = lane % 4, g = lane / 4;
   const bool vec = output_rows_aligned4(a);
   char* rows[R];
   TURBO3_UNROLL
@@ -619,48 +600,66 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_fragments(const tile_args& a
     rows[rr] = row.query < 0 ? nullptr : output_row(a, row.query, row.head, seq);
   }
   // Column n of a run tile leaves as run value out_value(n): lane t's columns 2t, 2t + 1, 2t + 8,
-  // 2t + 9 are values 4t .. 4t + 3, and element i is value 4t + out_offset(i).
+  // 2t + 9 are values 4t .. 4t + 3.
   auto out_value = [](int n) { return 4 * ((n & 7) >> 1) + 2 * (n >> 3) + (n & 1); };
-  auto out_offset = [](int i) { return 2 * (i / 4) + i % 2; };
-  const platform::frag_b hb = hadamard16_b([](int k) { return VL::value_of_slot(k); }, out_value);
-  // turbo3's slot order puts the run values of lane t's columns at 4 t + 2 (i % 2) + i / 4
-  // (value_of_slot(frag_acc_col(i))): the input signs of all 8 runs are one word of nibbles per
-  // lane, read with a constant shift per element (a run-time bit position per element and run
-  // cost twice the instructions). Other slot orders look the signs up per element.
-  constexpr bool slot_nibbles = VL::type == data_type::turbo3;
-  const uint32_t in_signs = slot_nibbles ? lane_sign_nibbles<false>(t) : 0u;
-  const uint32_t out_signs = lane_sign_nibbles<true>(t);
+  const frag_b hb = hadamard16_b([](int k) { return VL::value_of_slot(k); }, out_value);
+  float scaled[R];
+  TURBO3_UNROLL
+  for (int rr = 0; rr < R; ++rr) scaled[rr] = factor[rr] * rotation_scale;
+  // A registers 0, 1 of a run hold slots 2t, 2t + 1 (low, high half), registers 2, 3 slots 2t + 8,
+  // 2t + 9; B registers 0, 1 hold column g, registers 2, 3 column g + 8.
+  const int in_lo0 = VL::value_of_slot(2 * t), in_lo1 = VL::value_of_slot(2 * t + 1);
+  const int in_hi0 = VL::value_of_slot(2 * t + 8), in_hi1 = VL::value_of_slot(2 * t + 9);
+  const int out_lo = out_value(g), out_hi = out_value(g + 8);
   TURBO3_UNROLL
   for (int grp = 0; grp < D / block_values; ++grp) {
-    frag_acc y[rotation_runs];
+    frag_a x[rotation_runs];
     TURBO3_UNROLL
     for (int r = 0; r < rotation_runs; ++r) {
       frag_acc& o = o_acc[grp * rotation_runs + r];
       TURBO3_UNROLL
-      for (int i = 0; i < frag_acc::elements; ++i) {
-        const float f = factor[platform::frag_acc_row_slot(i)];
-        if constexpr (slot_nibbles) o.x[i] = apply_sign(o.x[i] * f, in_signs, 4 * r + 2 * (i % 2) + i / 4);
-        else o.x[i] *= with_table_sign<false>(f, r, VL::value_of_slot(platform::frag_acc_col(i)));
-      }
-      platform::frag_a oa;
-      platform::frag_a_from_acc(oa, o);
-      platform::frag_zero(y[r]);
-      platform::frag_mma(y[r], oa, hb);
+      for (int i = 0; i < frag_acc::elements; ++i) o.x[i] *= scaled[platform::frag_acc_row_slot(i)];
+      platform::frag_a_from_acc(x[r], o);
+      const uint32_t s2 = rotation_s2_word(r / 2);
+      const int at = rotation_run_values * (r % 2);  // run r's bits in its word
+      const uint32_t flip_lo = sign_bit(s2, at + in_lo0) << 15 | sign_bit(s2, at + in_lo1) << 31;
+      const uint32_t flip_hi = sign_bit(s2, at + in_hi0) << 15 | sign_bit(s2, at + in_hi1) << 31;
+      x[r].x[0] ^= flip_lo;
+      x[r].x[1] ^= flip_lo;
+      x[r].x[2] ^= flip_hi;
+      x[r].x[3] ^= flip_hi;
     }
-    run_butterflies(y);
+    TURBO3_UNROLL
+    for (int h = 1; h < rotation_runs; h *= 2)
+      TURBO3_UNROLL
+      for (int r = 0; r < rotation_runs; ++r)
+        if ((r & h) == 0)
+          TURBO3_UNROLL
+          for (int j = 0; j < 4; ++j) {
+            const uint32_t u = x[r].x[j], w = x[r + h].x[j];
+            x[r].x[j] = platform::add_half2_bits(u, w);
+            x[r + h].x[j] = platform::sub_half2_bits(u, w);
+          }
     TURBO3_UNROLL
     for (int r = 0; r < rotation_runs; ++r) {
-      float v[frag_acc::elements];
-      TURBO3_UNROLL
-      for (int i = 0; i < frag_acc::elements; ++i)
-        v[i] = apply_sign(y[r].x[i] * rotation_scale, out_signs, 4 * r + out_offset(i));
+      const uint32_t s1 = rotation_s1_word(r / 2);
+      const int at = rotation_run_values * (r % 2);
+      const uint32_t flip_lo = sign_bit(s1, at + out_lo) * 0x80008000u, flip_hi = sign_bit(s1, at + out_hi) * 0x80008000u;
+      frag_b b = hb;
+      b.x[0] ^= flip_lo;
+      b.x[1] ^= flip_lo;
+      b.x[2] ^= flip_hi;
+      b.x[3] ^= flip_hi;
+      frag_acc y;
+      platform::frag_zero(y);
+      platform::frag_mma(y, x[r], b);
       const int d = grp * block_values + r * rotation_run_values + 4 * t;
       TURBO3_UNROLL
       for (int rr = 0; rr < R; ++rr) {
         char* row = rows[rr];
         if (row == nullptr) continue;  // padding row
         // Row slot rr holds elements 2rr, 2rr + 1 (values +0, +1) and 2rr + 4, 2rr + 5 (+2, +3).
-        store_output4(a, row, d, {v[2 * rr], v[2 * rr + 1], v[2 * rr + 4], v[2 * rr + 5]}, vec);
+        store_output4(a, row, d, {y.x[2 * rr], y.x[2 * rr + 1], y.x[2 * rr + 4], y.x[2 * rr + 5]}, vec);
       }
     }
   }
@@ -676,20 +675,10 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_q16(Q16At q16_at, int r, int d0,
   *reinterpret_cast<uint4*>(q16_at(r, d0)) = make_uint4(w[0], w[1], w[2], w[3]);
   *reinterpret_cast<uint4*>(q16_at(r, d0 + 8)) = make_uint4(w[4], w[5], w[6], w[7]);
 }
-// mma_store_q16's inverse: the 16 values of row r from dimension d0 back as float32, natural order.
-template <class KL, class Q16At>
-TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q16(Q16At q16_at, int r, int d0, float* u) {
-  const uint4 lo = *reinterpret_cast<const uint4*>(q16_at(r, d0));
-  const uint4 hi = *reinterpret_cast<const uint4*>(q16_at(r, d0 + 8));
-  const uint32_t w[kv::chunk_values / 2] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-  TURBO3_UNROLL
-  for (int i = 0; i < kv::chunk_values / 2; ++i)
-    platform::half2_bits_to_float2(w[i], u[KL::value_of_slot(2 * i)], u[KL::value_of_slot(2 * i + 1)]);
-}
 
 // The first step of mma_load_q on NVIDIA, by threads tid of n_threads: every run of Q, prescaled,
 // to q16 (no rotation, or q_stage null) or to the float32 staging rows (rotation: times
-// rotation_scale too, which mma_rotate_q_groups / mma_rotate_q16_in_place then leave out).
+// rotation_scale too, which mma_rotate_q_groups / mma_rotate_q16_pairs_in_place then leave out).
 template <int D, class KL, class C, class Q16At>
 TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q_runs(const tile_args& a, Q16At q16_at, float* q_stage, int kv_head,
                                                      int head_group, int q_tile, int seq, int tid, int n_threads) {
@@ -725,17 +714,89 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_rotate_q_groups(Q16At q16_at, const fl
   });
 }
 
-// The second step without staging rows, once every run is in q16: each group read back from f16
-// (rounded to f16 once more than through the staging rows), rotated and written back in place.
-// Needs no shared memory besides q16, so the warpgroup kernel's producers can fill the first K/V
-// tiles meanwhile.
+// A 128-value group of q16 as 64 words of f16 pairs: word w holds slots 2 (w % 8) and 2 (w % 8) + 1
+// of chunk w / 8. Which values of the group its halves hold, and where a value lies.
+template <class KL>
+struct q16_group_words {
+  static constexpr int words = block_values / 2;
+  static constexpr int value(int w, int half) {
+    return kv::chunk_values * (w / 8) + KL::value_of_slot(2 * (w % 8) + half);
+  }
+  static constexpr int word_of(int v) {
+    for (int w = 0; w < words; ++w)
+      if (value(w, 0) == v || value(w, 1) == v) return w;
+    return -1;
+  }
+  // Butterfly stage h pairs word w either with itself (its halves differ in bit h) or, where its
+  // first half has bit h clear, with the word whose halves are its own halves' partners, half for
+  // half: then the stage is one add and one subtract of whole words.
+  static constexpr bool inner(int w, int h) { return value(w, 1) == (value(w, 0) ^ h); }
+  static constexpr bool stages_pair_words() {
+    for (int h = 1; h < block_values; h *= 2)
+      for (int w = 0; w < words; ++w) {
+        if (inner(w, h)) continue;
+        const int p = word_of(value(w, 0) ^ h);
+        if (value(p, 0) != (value(w, 0) ^ h) || value(p, 1) != (value(w, 1) ^ h)) return false;
+      }
+    return true;
+  }
+  // The sign bits of word w for table s1 (S1) or s2.
+  template <bool S1>
+  static constexpr uint32_t sign_bits(int w) {
+    const auto negative = [](int v) { return S1 ? rotation_s1_negative(v) : rotation_s2_negative(v); };
+    return (negative(value(w, 0)) ? 0x8000u : 0u) | (negative(value(w, 1)) ? 0x80000000u : 0u);
+  }
+};
+
+// The second step without staging rows, once every run is in q16: each group rotated in place,
+// one whole group per thread, in f16 pair arithmetic: its 64 words stay f16 pairs from their load
+// to their store, each butterfly stage one add or subtract per word (against float32 values: half
+// the instructions and no conversions), the signs one xor per word. Q is rounded to f16 after every
+// stage (seven more roundings: worst MMA NMSE 4.1e-7 -> 7.2e-7 on the test grid). Q's runs are
+// prescaled with rotation_scale in them (mma_load_q_runs). Needs no shared memory besides q16, so
+// the warpgroup kernel's producers can fill the first K/V tiles meanwhile. H200, D = 256 (twenty-
+// third session): turbo3 causal 2% faster at pp512, 1-2% at pp2048 / pp4096, against float32.
 template <int D, class KL, class C, class Q16At>
-TURBO3_DEVICE TURBO3_FORCEINLINE void mma_rotate_q16_in_place(Q16At q16_at, int tid, int n_threads) {
-  mma_rotate_q_groups_to_q16<D, KL, C>(q16_at, tid, n_threads, [&](int r, int d, float(&u)[block_values]) {
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_rotate_q16_pairs_in_place(Q16At q16_at, int tid, int n_threads) {
+  using W = q16_group_words<KL>;
+  static_assert(W::stages_pair_words(), "every butterfly stage pairs whole words or the halves of one");
+  constexpr int G = D / block_values;
+  for (int i = tid; i < C::rows * G; i += n_threads) {
+    const int r = i % C::rows, d = (i / C::rows) * block_values;
+    uint32_t w[W::words];
     TURBO3_UNROLL
-    for (int k = 0; k < rotation_runs; ++k)
-      mma_load_q16<KL>(q16_at, r, d + k * kv::chunk_values, u + k * kv::chunk_values);
-  });
+    for (int k = 0; k < rotation_runs; ++k) {
+      const uint4 lo = *reinterpret_cast<const uint4*>(q16_at(r, d + k * kv::chunk_values));
+      const uint4 hi = *reinterpret_cast<const uint4*>(q16_at(r, d + k * kv::chunk_values + 8));
+      const uint32_t x[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+      TURBO3_UNROLL
+      for (int j = 0; j < 8; ++j) w[8 * k + j] = x[j] ^ W::template sign_bits<true>(8 * k + j);
+    }
+    TURBO3_UNROLL
+    for (int h = 1; h < block_values; h *= 2)
+      TURBO3_UNROLL
+      for (int a = 0; a < W::words; ++a) {
+        if (W::inner(a, h)) {
+          // (x, y) -> (x + y, x - y) with x the half whose value has bit h clear: x times (1, -1)
+          // (or (-1, 1) where x is the high half) plus the swapped word.
+          const uint32_t ones = (W::value(a, 0) & h) ? 0x3c00bc00u : 0xbc003c00u;
+          w[a] = platform::fma_half2_bits(w[a], ones, platform::permute_bytes<2, 3, 0, 1>(w[a], w[a]));
+        } else if ((W::value(a, 0) & h) == 0) {
+          const int b = W::word_of(W::value(a, 0) ^ h);
+          const uint32_t x = w[a], y = w[b];
+          w[a] = platform::add_half2_bits(x, y);
+          w[b] = platform::sub_half2_bits(x, y);
+        }
+      }
+    TURBO3_UNROLL
+    for (int k = 0; k < rotation_runs; ++k) {
+      uint32_t x[8];
+      TURBO3_UNROLL
+      for (int j = 0; j < 8; ++j) x[j] = w[8 * k + j] ^ W::template sign_bits<false>(8 * k + j);
+      *reinterpret_cast<uint4*>(q16_at(r, d + k * kv::chunk_values)) = make_uint4(x[0], x[1], x[2], x[3]);
+      *reinterpret_cast<uint4*>(q16_at(r, d + k * kv::chunk_values + 8)) = make_uint4(x[4], x[5], x[6], x[7]);
+    }
+  }
 }
 
 // Q as f16 in K's slot order (q16_at(r, d): where value d of row r goes), prescaled and, when asked,

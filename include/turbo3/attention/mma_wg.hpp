@@ -626,8 +626,8 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   }
 
   // ---- setup: Q's runs (every thread) straight to q16, with no staging rows over the K/V buffers;
-  // with the rotation the consumers then rotate them there (mma_rotate_q16_in_place, with the
-  // registers of the split: a whole 128-value group per thread) while the producers already fill
+  // with the rotation the consumers then rotate them there (mma_rotate_q16_pairs_in_place, a whole
+  // 128-value group per thread in f16 pairs) while the producers already fill
   // the first K/V tiles; each row's window (every thread).
   const auto q16_at = [&](int r, int d) { return sm.q16_at(r, d); };
   mma_load_q_runs<D, L, C>(a, q16_at, nullptr, kv_head, head_group, q_tile, seq, tid, ALL);
@@ -698,7 +698,7 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   const int ctid = tid - PT, cw = ctid / C::wave, cwg = platform::shfl(cw / 4, 0);
   const int n_tiles = platform::shfl(key_tiles(), 0);  // one per warp (uniform loop, see cwg)
   if (a.rotate_q) {
-    mma_rotate_q16_in_place<D, L, C>(q16_at, ctid, ALL - PT);
+    mma_rotate_q16_pairs_in_place<D, L, C>(q16_at, ctid, ALL - PT);
     platform::shared_writes_to_async();
     platform::named_barrier_sync(C::bar_consumers, ALL - PT);
   }

@@ -280,6 +280,53 @@ TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t mul_half2_bits(uint32_t a, uint32_t b)
 #endif
 }
 
+// Lane-wise a + b, a - b and a * b + c over fp16 pairs packed in words (round to nearest; one
+// instruction each on NVIDIA).
+TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t add_half2_bits(uint32_t a, uint32_t b) {
+#if defined(TURBO3_PLATFORM_CUDA)
+  __half2 x, y;
+  memcpy(&x, &a, 4);
+  memcpy(&y, &b, 4);
+  const __half2 r = __hadd2(x, y);
+  uint32_t bits;
+  memcpy(&bits, &r, 4);
+  return bits;
+#else
+  typedef _Float16 h2 __attribute__((ext_vector_type(2)));
+  return __builtin_bit_cast(uint32_t, __builtin_bit_cast(h2, a) + __builtin_bit_cast(h2, b));
+#endif
+}
+TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t sub_half2_bits(uint32_t a, uint32_t b) {
+#if defined(TURBO3_PLATFORM_CUDA)
+  __half2 x, y;
+  memcpy(&x, &a, 4);
+  memcpy(&y, &b, 4);
+  const __half2 r = __hsub2(x, y);
+  uint32_t bits;
+  memcpy(&bits, &r, 4);
+  return bits;
+#else
+  typedef _Float16 h2 __attribute__((ext_vector_type(2)));
+  return __builtin_bit_cast(uint32_t, __builtin_bit_cast(h2, a) - __builtin_bit_cast(h2, b));
+#endif
+}
+TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t fma_half2_bits(uint32_t a, uint32_t b, uint32_t c) {
+#if defined(TURBO3_PLATFORM_CUDA)
+  __half2 x, y, z;
+  memcpy(&x, &a, 4);
+  memcpy(&y, &b, 4);
+  memcpy(&z, &c, 4);
+  const __half2 r = __hfma2(x, y, z);
+  uint32_t bits;
+  memcpy(&bits, &r, 4);
+  return bits;
+#else
+  typedef _Float16 h2 __attribute__((ext_vector_type(2)));
+  return __builtin_bit_cast(uint32_t, __builtin_elementwise_fma(__builtin_bit_cast(h2, a), __builtin_bit_cast(h2, b),
+                                                                __builtin_bit_cast(h2, c)));
+#endif
+}
+
 }  // namespace platform
 }  // namespace turbo3
 
