@@ -624,32 +624,20 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_fragments(const tile_args& a
       const int at = rotation_run_values * (r % 2);  // run r's bits in its word
       const uint32_t flip_lo = sign_bit(s2, at + in_lo0) << 15 | sign_bit(s2, at + in_lo1) << 31;
       const uint32_t flip_hi = sign_bit(s2, at + in_hi0) << 15 | sign_bit(s2, at + in_hi1) << 31;
-      x[r].x[0] ^= flip_lo;
-      x[r].x[1] ^= flip_lo;
-      x[r].x[2] ^= flip_hi;
-      x[r].x[3] ^= flip_hi;
+      platform::frag_a_flip_signs(x[r], flip_lo, flip_hi);
     }
     TURBO3_UNROLL
     for (int h = 1; h < rotation_runs; h *= 2)
       TURBO3_UNROLL
       for (int r = 0; r < rotation_runs; ++r)
-        if ((r & h) == 0)
-          TURBO3_UNROLL
-          for (int j = 0; j < 4; ++j) {
-            const uint32_t u = x[r].x[j], w = x[r + h].x[j];
-            x[r].x[j] = platform::add_half2_bits(u, w);
-            x[r + h].x[j] = platform::sub_half2_bits(u, w);
-          }
+        if ((r & h) == 0) platform::frag_a_butterfly(x[r], x[r + h]);
     TURBO3_UNROLL
     for (int r = 0; r < rotation_runs; ++r) {
       const uint32_t s1 = rotation_s1_word(r / 2);
       const int at = rotation_run_values * (r % 2);
       const uint32_t flip_lo = sign_bit(s1, at + out_lo) * 0x80008000u, flip_hi = sign_bit(s1, at + out_hi) * 0x80008000u;
       frag_b b = hb;
-      b.x[0] ^= flip_lo;
-      b.x[1] ^= flip_lo;
-      b.x[2] ^= flip_hi;
-      b.x[3] ^= flip_hi;
+      platform::frag_b_flip_signs(b, flip_lo, flip_hi);
       frag_acc y;
       platform::frag_zero(y);
       platform::frag_mma(y, x[r], b);

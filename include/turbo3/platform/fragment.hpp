@@ -20,6 +20,8 @@
 //                                                those eight fp16 values (a constant matrix in registers)
 //     frag_acc_rows, frag_acc_row_slot(i)        rows a lane holds; which of them element i is in
 //     frag_row_max(v), frag_row_sum(v)           reduce over the lanes holding the same rows
+//     frag_a_flip_signs, frag_b_flip_signs, frag_a_butterfly
+//                                                sign flips and sum / difference on the f16 pairs
 //
 // Both operands are read with K contiguous, so a tile of K (or of V transposed) rows and a tile of
 // Q (or P) rows load the same way. p must be 16-byte aligned and ld a multiple of 8 halves.
@@ -326,6 +328,37 @@ TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t fma_half2_bits(uint32_t a, uint32_t b,
                                                                 __builtin_bit_cast(h2, c)));
 #endif
 }
+
+// Where accumulators are A operands (frag_acc_is_a): element-wise work on the f16 pairs of A and B
+// fragments. frag_a_flip_signs: registers 0, 1 (columns 2t, 2t + 1) xor lo, registers 2, 3
+// (columns 2t + 8, 2t + 9) xor hi; frag_b_flip_signs: registers 0, 1 (column g) xor lo, 2, 3
+// (column g + 8) xor hi; frag_a_butterfly: (u, w) -> (u + w, u - w) element by element.
+#if defined(TURBO3_FRAGMENT_NVIDIA)
+TURBO3_DEVICE TURBO3_FORCEINLINE void frag_a_flip_signs(frag_a& a, uint32_t lo, uint32_t hi) {
+  a.x[0] ^= lo;
+  a.x[1] ^= lo;
+  a.x[2] ^= hi;
+  a.x[3] ^= hi;
+}
+TURBO3_DEVICE TURBO3_FORCEINLINE void frag_b_flip_signs(frag_b& b, uint32_t lo, uint32_t hi) {
+  b.x[0] ^= lo;
+  b.x[1] ^= lo;
+  b.x[2] ^= hi;
+  b.x[3] ^= hi;
+}
+TURBO3_DEVICE TURBO3_FORCEINLINE void frag_a_butterfly(frag_a& u, frag_a& w) {
+  TURBO3_UNROLL
+  for (int j = 0; j < 4; ++j) {
+    const uint32_t a = u.x[j], b = w.x[j];
+    u.x[j] = add_half2_bits(a, b);
+    w.x[j] = sub_half2_bits(a, b);
+  }
+}
+#else
+TURBO3_DEVICE TURBO3_FORCEINLINE void frag_a_flip_signs(frag_a&, uint32_t, uint32_t) { __builtin_trap(); }
+TURBO3_DEVICE TURBO3_FORCEINLINE void frag_b_flip_signs(frag_b&, uint32_t, uint32_t) { __builtin_trap(); }
+TURBO3_DEVICE TURBO3_FORCEINLINE void frag_a_butterfly(frag_a&, frag_a&) { __builtin_trap(); }
+#endif
 
 }  // namespace platform
 }  // namespace turbo3
