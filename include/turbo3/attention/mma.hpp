@@ -624,7 +624,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_fragments(const tile_args& a
       const int at = rotation_run_values * (r % 2);  // run r's bits in its word
       const uint32_t flip_lo = sign_bit(s2, at + in_lo0) << 15 | sign_bit(s2, at + in_lo1) << 31;
       const uint32_t flip_hi = sign_bit(s2, at + in_hi0) << 15 | sign_bit(s2, at + in_hi1) << 31;
-      platform::frag_a_flip_signs(x[r], flip_lo, flip_hi);
+      platform::frag_flip_signs(x[r], flip_lo, flip_hi);
     }
     TURBO3_UNROLL
     for (int h = 1; h < rotation_runs; h *= 2)
@@ -637,7 +637,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_fragments(const tile_args& a
       const int at = rotation_run_values * (r % 2);
       const uint32_t flip_lo = sign_bit(s1, at + out_lo) * 0x80008000u, flip_hi = sign_bit(s1, at + out_hi) * 0x80008000u;
       frag_b b = hb;
-      platform::frag_b_flip_signs(b, flip_lo, flip_hi);
+      platform::frag_flip_signs(b, flip_lo, flip_hi);
       frag_acc y;
       platform::frag_zero(y);
       platform::frag_mma(y, x[r], b);

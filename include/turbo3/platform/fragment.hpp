@@ -20,7 +20,7 @@
 //                                                those eight fp16 values (a constant matrix in registers)
 //     frag_acc_rows, frag_acc_row_slot(i)        rows a lane holds; which of them element i is in
 //     frag_row_max(v), frag_row_sum(v)           reduce over the lanes holding the same rows
-//     frag_a_flip_signs, frag_b_flip_signs, frag_a_butterfly
+//     frag_flip_signs, frag_a_butterfly
 //                                                sign flips and sum / difference on the f16 pairs
 //
 // Both operands are read with K contiguous, so a tile of K (or of V transposed) rows and a tile of
@@ -45,6 +45,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "turbo3/platform/device.hpp"
 
@@ -266,85 +267,68 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void frag_zero(frag_acc& c) {
   for (int i = 0; i < frag_acc::elements; ++i) c.x[i] = 0.0f;
 }
 
-// Two fp16 values packed in a word (low half first), multiplied lane-wise (round to nearest).
+// Two fp16 values packed in a word (low half first) as the back-end's pair type and back (the
+// casts compile to nothing), and lane-wise a * b, a + b, a - b and a * b + c over such words (round
+// to nearest; one instruction each on NVIDIA).
+#if defined(TURBO3_PLATFORM_CUDA)
+using half2_pair = __half2;
+TURBO3_DEVICE TURBO3_FORCEINLINE half2_pair half2_of_bits(uint32_t bits) {
+  half2_pair h;
+  memcpy(&h, &bits, 4);
+  return h;
+}
+TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t bits_of_half2(half2_pair h) {
+  uint32_t bits;
+  memcpy(&bits, &h, 4);
+  return bits;
+}
+#else
+typedef _Float16 half2_pair __attribute__((ext_vector_type(2)));
+TURBO3_DEVICE TURBO3_FORCEINLINE half2_pair half2_of_bits(uint32_t bits) { return __builtin_bit_cast(half2_pair, bits); }
+TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t bits_of_half2(half2_pair h) { return __builtin_bit_cast(uint32_t, h); }
+#endif
+
 TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t mul_half2_bits(uint32_t a, uint32_t b) {
 #if defined(TURBO3_PLATFORM_CUDA)
-  __half2 x, y;
-  memcpy(&x, &a, 4);
-  memcpy(&y, &b, 4);
-  const __half2 r = __hmul2(x, y);
-  uint32_t bits;
-  memcpy(&bits, &r, 4);
-  return bits;
+  return bits_of_half2(__hmul2(half2_of_bits(a), half2_of_bits(b)));
 #else
-  typedef _Float16 h2 __attribute__((ext_vector_type(2)));
-  return __builtin_bit_cast(uint32_t, __builtin_bit_cast(h2, a) * __builtin_bit_cast(h2, b));
+  return bits_of_half2(half2_of_bits(a) * half2_of_bits(b));
 #endif
 }
-
-// Lane-wise a + b, a - b and a * b + c over fp16 pairs packed in words (round to nearest; one
-// instruction each on NVIDIA).
 TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t add_half2_bits(uint32_t a, uint32_t b) {
 #if defined(TURBO3_PLATFORM_CUDA)
-  __half2 x, y;
-  memcpy(&x, &a, 4);
-  memcpy(&y, &b, 4);
-  const __half2 r = __hadd2(x, y);
-  uint32_t bits;
-  memcpy(&bits, &r, 4);
-  return bits;
+  return bits_of_half2(__hadd2(half2_of_bits(a), half2_of_bits(b)));
 #else
-  typedef _Float16 h2 __attribute__((ext_vector_type(2)));
-  return __builtin_bit_cast(uint32_t, __builtin_bit_cast(h2, a) + __builtin_bit_cast(h2, b));
+  return bits_of_half2(half2_of_bits(a) + half2_of_bits(b));
 #endif
 }
 TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t sub_half2_bits(uint32_t a, uint32_t b) {
 #if defined(TURBO3_PLATFORM_CUDA)
-  __half2 x, y;
-  memcpy(&x, &a, 4);
-  memcpy(&y, &b, 4);
-  const __half2 r = __hsub2(x, y);
-  uint32_t bits;
-  memcpy(&bits, &r, 4);
-  return bits;
+  return bits_of_half2(__hsub2(half2_of_bits(a), half2_of_bits(b)));
 #else
-  typedef _Float16 h2 __attribute__((ext_vector_type(2)));
-  return __builtin_bit_cast(uint32_t, __builtin_bit_cast(h2, a) - __builtin_bit_cast(h2, b));
+  return bits_of_half2(half2_of_bits(a) - half2_of_bits(b));
 #endif
 }
 TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t fma_half2_bits(uint32_t a, uint32_t b, uint32_t c) {
 #if defined(TURBO3_PLATFORM_CUDA)
-  __half2 x, y, z;
-  memcpy(&x, &a, 4);
-  memcpy(&y, &b, 4);
-  memcpy(&z, &c, 4);
-  const __half2 r = __hfma2(x, y, z);
-  uint32_t bits;
-  memcpy(&bits, &r, 4);
-  return bits;
+  return bits_of_half2(__hfma2(half2_of_bits(a), half2_of_bits(b), half2_of_bits(c)));
 #else
-  typedef _Float16 h2 __attribute__((ext_vector_type(2)));
-  return __builtin_bit_cast(uint32_t, __builtin_elementwise_fma(__builtin_bit_cast(h2, a), __builtin_bit_cast(h2, b),
-                                                                __builtin_bit_cast(h2, c)));
+  return bits_of_half2(__builtin_elementwise_fma(half2_of_bits(a), half2_of_bits(b), half2_of_bits(c)));
 #endif
 }
 
 // Where accumulators are A operands (frag_acc_is_a): element-wise work on the f16 pairs of A and B
-// fragments. frag_a_flip_signs: registers 0, 1 (columns 2t, 2t + 1) xor lo, registers 2, 3
-// (columns 2t + 8, 2t + 9) xor hi; frag_b_flip_signs: registers 0, 1 (column g) xor lo, 2, 3
-// (column g + 8) xor hi; frag_a_butterfly: (u, w) -> (u + w, u - w) element by element.
+// fragments. frag_flip_signs: registers 0, 1 xor lo, registers 2, 3 xor hi (A: columns 2t, 2t + 1
+// and 2t + 8, 2t + 9; B: column g and column g + 8); frag_a_butterfly: (u, w) -> (u + w, u - w)
+// element by element.
 #if defined(TURBO3_FRAGMENT_NVIDIA)
-TURBO3_DEVICE TURBO3_FORCEINLINE void frag_a_flip_signs(frag_a& a, uint32_t lo, uint32_t hi) {
-  a.x[0] ^= lo;
-  a.x[1] ^= lo;
-  a.x[2] ^= hi;
-  a.x[3] ^= hi;
-}
-TURBO3_DEVICE TURBO3_FORCEINLINE void frag_b_flip_signs(frag_b& b, uint32_t lo, uint32_t hi) {
-  b.x[0] ^= lo;
-  b.x[1] ^= lo;
-  b.x[2] ^= hi;
-  b.x[3] ^= hi;
+template <class Frag>
+TURBO3_DEVICE TURBO3_FORCEINLINE void frag_flip_signs(Frag& f, uint32_t lo, uint32_t hi) {
+  static_assert(std::is_same<Frag, frag_a>::value || std::is_same<Frag, frag_b>::value, "an A or B fragment");
+  f.x[0] ^= lo;
+  f.x[1] ^= lo;
+  f.x[2] ^= hi;
+  f.x[3] ^= hi;
 }
 TURBO3_DEVICE TURBO3_FORCEINLINE void frag_a_butterfly(frag_a& u, frag_a& w) {
   TURBO3_UNROLL
@@ -355,8 +339,8 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void frag_a_butterfly(frag_a& u, frag_a& w) {
   }
 }
 #else
-TURBO3_DEVICE TURBO3_FORCEINLINE void frag_a_flip_signs(frag_a&, uint32_t, uint32_t) { __builtin_trap(); }
-TURBO3_DEVICE TURBO3_FORCEINLINE void frag_b_flip_signs(frag_b&, uint32_t, uint32_t) { __builtin_trap(); }
+template <class Frag>
+TURBO3_DEVICE TURBO3_FORCEINLINE void frag_flip_signs(Frag&, uint32_t, uint32_t) { __builtin_trap(); }
 TURBO3_DEVICE TURBO3_FORCEINLINE void frag_a_butterfly(frag_a&, frag_a&) { __builtin_trap(); }
 #endif
 
