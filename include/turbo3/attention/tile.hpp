@@ -9,6 +9,11 @@
 //   3. Online softmax in float32, base 2: softcap, mask (ALiBi slope), causal window, per row.
 //   4. V is dequantized into the same shared tile; O += P V on register-blocked micro-tiles.
 // The epilogue adds sinks, normalizes, un-rotates (V turbo3 and the library un-rotates) and stores.
+// Overlapped shapes (tile_shape::overlapped; NVIDIA D = 256) keep K and V in tiles of their own
+// and move steps 1 and 4 into the multiplies: V of a tile is decoded, a chunk at a time, between
+// runs of its score loop, and K of the next tile between runs of the P V loop, so the unpack issues
+// among the FMAs (whose shared-memory waits leave issue slots free) instead of alone between two
+// barriers. H200, D = 256 causal pp512-pp4096: turbo3 TILE 1.10x faster, f16 TILE 1.04-1.06x.
 // Key tiles past the last key any row may see (causal window; with a mask, each row's last key
 // that is not -inf, read up front) are never loaded.
 // Tile shapes (threads, rows, keys, micro-tiles) come from a per-architecture-family table.
@@ -40,10 +45,15 @@ struct tile_shape {
   int o_rows, o_dims;  // output micro-tile of one thread (o_dims a multiple of 4)
   int resident;        // work-groups per multiprocessor the register budget aims for (NVIDIA)
   bool pipelined;      // inner loops read shared memory one step ahead (two register buffers)
+  bool overlapped;     // separate K and V tiles; each is decoded during the other's multiplies
 };
 
 // Per architecture family and head dim. Shared memory: float32 Q tile [rows][D+4], one K/V tile
-// [keys][D+4] (K, then V), the score/probability tile [keys][rows+4] and one float per row.
+// [keys][D+4] (K, then V; overlapped: a K tile and a V tile), the score/probability tile
+// [keys][rows+4] and one float per row. Overlapped (NVIDIA D = 256, 212 KB): V of a tile is
+// decoded into its own tile while the scores multiply, K of the next tile while P V multiplies, so
+// the unpack's integer instructions issue between the FMAs instead of in a phase of their own
+// between two barriers (three barriers per tile instead of four).
 // NVIDIA (measured on an H200, D = 256, causal pp512-pp4096): 64 rows x 64 keys with 4x4 score
 // and 8x8 output micro-tiles, one 256-thread work-group per SM (150 KB shared, registers uncapped)
 // beat 64 x 32 at two work-groups per SM (the 128-register cap spills the f16 kernels) by 12-28%;
@@ -53,24 +63,24 @@ struct tile_shape {
 // layout (D = 256). AMD shapes are compile-checked (tests/amd/RESOURCES.md), not yet timed.
 TURBO3_HD constexpr tile_shape tile_table(platform::arch_family f, int d) {
   if (f == platform::arch_family::nvidia) {
-    return d == 64    ? tile_shape{256, 64, 64, 4, 4, 4, 4, 2, false}
-           : d == 128 ? tile_shape{256, 64, 64, 4, 4, 8, 4, 2, false}
-                      : tile_shape{256, 64, 64, 4, 4, 8, 8, 1, true};
+    return d == 64    ? tile_shape{256, 64, 64, 4, 4, 4, 4, 2, false, false}
+           : d == 128 ? tile_shape{256, 64, 64, 4, 4, 8, 4, 2, false, false}
+                      : tile_shape{256, 64, 64, 4, 4, 8, 8, 1, true, true};
   }
-  if (f == platform::arch_family::cdna3 && d == 256) return tile_shape{128, 32, 16, 2, 2, 4, 16, 1, true};
-  return d == 64    ? tile_shape{128, 64, 32, 4, 4, 8, 4, 1, false}
-         : d == 128 ? tile_shape{128, 64, 32, 4, 4, 8, 8, 1, false}
-                    : tile_shape{128, 32, 16, 2, 2, 8, 8, 1, true};
+  if (f == platform::arch_family::cdna3 && d == 256) return tile_shape{128, 32, 16, 2, 2, 4, 16, 1, true, false};
+  return d == 64    ? tile_shape{128, 64, 32, 4, 4, 8, 4, 1, false, false}
+         : d == 128 ? tile_shape{128, 64, 32, 4, 4, 8, 8, 1, false, false}
+                    : tile_shape{128, 32, 16, 2, 2, 8, 8, 1, true, false};
 }
 
 TURBO3_HD constexpr bool tile_head_dim(int d) { return d == 64 || d == 128 || d == 256; }
 
 template <int D, int THREADS, int ROWS, int KEYS, int S_ROWS, int S_KEYS, int O_ROWS, int O_DIMS, int RESIDENT,
-          bool PIPELINED = false>
+          bool PIPELINED = false, bool OVERLAPPED = false>
 struct tile_config {
   static constexpr int head_dim = D, threads = THREADS, rows = ROWS, keys = KEYS;
   static constexpr int s_rows = S_ROWS, s_keys = S_KEYS, o_rows = O_ROWS, o_dims = O_DIMS, resident = RESIDENT;
-  static constexpr bool pipelined = PIPELINED;
+  static constexpr bool pipelined = PIPELINED, overlapped = OVERLAPPED;
   // Rotations one whole 128-value group per thread (rotate_groups_in_place), which needs 128
   // registers for the group: not under the 128-register cap of two 256-thread work-groups per SM
   // (NVIDIA D = 128 spilled 620 bytes with it).
@@ -83,7 +93,14 @@ struct tile_config {
   static constexpr int chunks = D / kv::chunk_values;                // 16-value chunks per row
   static constexpr int cpt = KEYS * chunks / THREADS;                // chunks each thread loads
   static constexpr int q_floats = ROWS * qs, kv_floats = KEYS * qs, s_floats = KEYS * ss;
-  static constexpr size_t smem_bytes = sizeof(float) * static_cast<size_t>(q_floats + kv_floats + s_floats + ROWS);
+  static constexpr int kv_tiles = OVERLAPPED ? 2 : 1;
+  static constexpr size_t smem_bytes =
+      sizeof(float) * static_cast<size_t>(q_floats + kv_tiles * kv_floats + s_floats + ROWS);
+  // Overlapped: the pipelined loops run in cpt runs, one chunk of the other tile decoded after each.
+  static constexpr int score_steps_per_chunk = D / 8 / cpt, pv_pairs_per_chunk = KEYS / 2 / cpt;
+  static_assert(!OVERLAPPED || (PIPELINED && score_steps_per_chunk * 8 * cpt == D &&
+                                pv_pairs_per_chunk * 2 * cpt == KEYS && THREADS % chunks == 0),
+                "overlapped tiles: whole runs of the pipelined loops per decoded chunk");
   static_assert(s_tx * s_ty == THREADS && KEYS % S_KEYS == 0 && ROWS % S_ROWS == 0, "score micro-tiles");
   static_assert(o_tx * o_ty == THREADS && D % O_DIMS == 0 && ROWS % O_ROWS == 0, "output micro-tiles");
   static_assert(O_DIMS % 4 == 0 && O_ROWS % 4 == 0, "output micro-tiles are read as float4");
@@ -96,7 +113,7 @@ template <int D, platform::arch_family F>
 using tile_config_for =
     tile_config<D, tile_table(F, D).threads, tile_table(F, D).rows, tile_table(F, D).keys, tile_table(F, D).s_rows,
                 tile_table(F, D).s_keys, tile_table(F, D).o_rows, tile_table(F, D).o_dims, tile_table(F, D).resident,
-                tile_table(F, D).pipelined>;
+                tile_table(F, D).pipelined, tile_table(F, D).overlapped>;
 
 // AMD work-groups get at most 64 KB of LDS (the tile's shared memory is dynamic, so the compile
 // reports do not show it: RDNA D = 256 takes 52,352 bytes).
@@ -108,6 +125,8 @@ constexpr bool tile_fits_lds() {
 static_assert(tile_fits_lds<platform::arch_family::rdna4>() && tile_fits_lds<platform::arch_family::rdna3>() &&
                   tile_fits_lds<platform::arch_family::cdna3>(),
               "an AMD tile shape needs more than 64 KB of LDS");
+static_assert(tile_config_for<256, platform::arch_family::nvidia>::smem_bytes <= 232448,
+              "an NVIDIA tile shape needs more than 227 KB of shared memory");
 
 // ---- arguments -----------------------------------------------------------------------------------
 
@@ -322,10 +341,27 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void tile_store_out(const tile_args& a, const f
 template <class L, int CPT, bool T3 = L::type == data_type::turbo3>
 struct tile_raw {
   typename L::raw_chunk raw[CPT];
+  TURBO3_DEVICE TURBO3_FORCEINLINE void clear(int u) { raw[u] = typename L::raw_chunk{}; }
+  // Chunk u + 1 moves to slot u (overlapped decode: slot 0 is always the next one, so that a loop
+  // that is not unrolled never indexes the registers at run time).
+  TURBO3_DEVICE TURBO3_FORCEINLINE void shift() {
+    TURBO3_UNROLL
+    for (int u = 0; u + 1 < CPT; ++u) raw[u] = raw[u + 1];
+  }
 };
 template <class L, int CPT>
 struct tile_raw<L, CPT, true> {
   uint32_t qs_lo[CPT], qs_hi[CPT], signs[CPT], norm[CPT];
+  TURBO3_DEVICE TURBO3_FORCEINLINE void clear(int u) { qs_lo[u] = qs_hi[u] = signs[u] = norm[u] = 0u; }
+  TURBO3_DEVICE TURBO3_FORCEINLINE void shift() {
+    TURBO3_UNROLL
+    for (int u = 0; u + 1 < CPT; ++u) {
+      qs_lo[u] = qs_lo[u + 1];
+      qs_hi[u] = qs_hi[u + 1];
+      signs[u] = signs[u + 1];
+      norm[u] = norm[u + 1];
+    }
+  }
 };
 
 template <class C, class L>
@@ -348,6 +384,8 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void tile_load_raw(tile_raw<L, C::cpt>& t, cons
       } else {
         t.raw[u] = L::load_raw(row, c);
       }
+    } else if constexpr (C::overlapped) {
+      t.clear(u);  // decodes to zeros (turbo3: a zero norm), so the overlapped store needs no branch
     }
   }
 }
@@ -382,6 +420,30 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void tile_store(const tile_raw<L, C::cpt>& t, f
   }
 }
 
+// Overlapped tiles: decodes slot 0 of t (chunk u of the tile, raw bytes of keys past the tile's
+// valid ones cleared at load) into its place in dst and shifts the next chunk into slot 0. No
+// branch, so its instructions can be scheduled among the multiply-adds around it.
+template <class C, class L>
+TURBO3_DEVICE TURBO3_FORCEINLINE void tile_store_next(tile_raw<L, C::cpt>& t, float* dst, const turbo3_lut& lut,
+                                                      int tid, int u) {
+  const int idx = tid + C::threads * u;
+  const int jj = idx / C::chunks, c = idx % C::chunks;
+  float4* out = reinterpret_cast<float4*>(dst + jj * C::qs + c * kv::chunk_values);
+  float x[kv::chunk_values];
+  float s = 1.0f;
+  if constexpr (L::type == data_type::turbo3) {
+    L::decode16(platform::join_halves(t.qs_lo[0], t.qs_hi[0]), t.signs[0], lut, x);
+    s = platform::half_bits_to_float(static_cast<uint16_t>(t.norm[0]));
+  } else {
+    L::decode(t.raw[0], lut, x);
+  }
+  TURBO3_UNROLL
+  for (int q = 0; q < kv::chunk_values / 4; ++q)
+    out[q] = make_float4(x[L::slot(4 * q)] * s, x[L::slot(4 * q + 1)] * s, x[L::slot(4 * q + 2)] * s,
+                         x[L::slot(4 * q + 3)] * s);
+  t.shift();
+}
+
 // The Q tile or output rows in q_s, rotated (forward) or un-rotated in place; synchronizes.
 template <bool Inverse, int D, class C>
 TURBO3_DEVICE TURBO3_FORCEINLINE void tile_rotate(float* q_s, int tid) {
@@ -407,8 +469,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
   static_assert(VL::type != data_type::turbo3 || D % block_values == 0, "turbo3 V needs D % 128 == 0");
   extern __shared__ float4 tile_smem4[];
   float* const q_s = reinterpret_cast<float*>(tile_smem4);  // [rows][qs]: Q, later the output rows
-  float* const kv_s = q_s + C::q_floats;                     // [keys][qs]: K tile, then V tile
-  float* const s_s = kv_s + C::kv_floats;                    // [keys][ss]: scores, then probabilities
+  float* const kv_s = q_s + C::q_floats;                     // [keys][qs]: K tile, then V tile (overlapped: K; V after it)
+  float* const s_s = kv_s + C::kv_tiles * C::kv_floats;      // [keys][ss]: scores, then probabilities
   float* const row_s = s_s + C::s_floats;                    // [rows]: rescale factors
 
   const int tid = static_cast<int>(threadIdx.x);
@@ -462,163 +524,227 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
   const int n_tiles = (kv_end + C::keys - 1) / C::keys;
   tile_raw<KL, C::cpt> k_raw;
   tile_raw<VL, C::cpt> v_raw;
-  if (n_tiles > 0) tile_load_raw<C>(k_raw, k_head, a.k_nb1, 0, min(C::keys, kv_end), tid);
+  auto no_hook = [](int) {};
 
-  for (int t = 0; t < n_tiles; ++t) {
-    const int j0 = t * C::keys;
-    const int n_valid = min(C::keys, kv_end - j0);
-    tile_store<C>(k_raw, kv_s, n_valid, lut, tid);
-    tile_load_raw<C>(v_raw, v_head, a.v_nb1, j0, n_valid, tid);
-    platform::sync_threads();
-
-    // ---- scores -------------------------------------------------------------------------------
-    {
-      float acc[C::s_rows][C::s_keys];
+  // ---- scores S = Q K^T of the tile in k_tile into s_s; between_chunks(u) runs after each of the
+  // overlapped loop's cpt runs --------------------------------------------------------------------
+  auto score_tile = [&](const float* k_tile, auto&& between_chunks) {
+    float acc[C::s_rows][C::s_keys];
+    TURBO3_UNROLL
+    for (int i = 0; i < C::s_rows; ++i)
+      TURBO3_UNROLL
+      for (int k = 0; k < C::s_keys; ++k) acc[i][k] = 0.0f;
+    const float* qp = q_s + s_y * C::qs;
+    const float* kp = k_tile + s_x * C::qs;
+    // Pipelined: two register buffers, the shared-memory reads of step d + 4 are issued before
+    // the FMAs of step d, so their latency hides behind arithmetic.
+    auto load = [&](int d, float4(&qv)[C::s_rows], float4(&kk)[C::s_keys]) {
+      TURBO3_UNROLL
+      for (int i = 0; i < C::s_rows; ++i) qv[i] = *reinterpret_cast<const float4*>(qp + i * C::s_ty * C::qs + d);
+      TURBO3_UNROLL
+      for (int k = 0; k < C::s_keys; ++k) kk[k] = *reinterpret_cast<const float4*>(kp + k * C::s_tx * C::qs + d);
+    };
+    auto fma = [&](const float4(&qv)[C::s_rows], const float4(&kk)[C::s_keys]) {
       TURBO3_UNROLL
       for (int i = 0; i < C::s_rows; ++i)
         TURBO3_UNROLL
-        for (int k = 0; k < C::s_keys; ++k) acc[i][k] = 0.0f;
-      const float* qp = q_s + s_y * C::qs;
-      const float* kp = kv_s + s_x * C::qs;
-      // Pipelined: two register buffers, the shared-memory reads of step d + 4 are issued before
-      // the FMAs of step d, so their latency hides behind arithmetic.
-      auto load = [&](int d, float4(&qv)[C::s_rows], float4(&kk)[C::s_keys]) {
-        TURBO3_UNROLL
-        for (int i = 0; i < C::s_rows; ++i) qv[i] = *reinterpret_cast<const float4*>(qp + i * C::s_ty * C::qs + d);
-        TURBO3_UNROLL
-        for (int k = 0; k < C::s_keys; ++k) kk[k] = *reinterpret_cast<const float4*>(kp + k * C::s_tx * C::qs + d);
-      };
-      auto fma = [&](const float4(&qv)[C::s_rows], const float4(&kk)[C::s_keys]) {
-        TURBO3_UNROLL
-        for (int i = 0; i < C::s_rows; ++i)
-          TURBO3_UNROLL
-          for (int k = 0; k < C::s_keys; ++k) {
-            acc[i][k] = fmaf(qv[i].x, kk[k].x, acc[i][k]);
-            acc[i][k] = fmaf(qv[i].y, kk[k].y, acc[i][k]);
-            acc[i][k] = fmaf(qv[i].z, kk[k].z, acc[i][k]);
-            acc[i][k] = fmaf(qv[i].w, kk[k].w, acc[i][k]);
-          }
-      };
-      float4 qa[C::s_rows], ka[C::s_keys];
-      if constexpr (C::pipelined) {
-        float4 qb[C::s_rows], kb[C::s_keys];
-        load(0, qa, ka);
+        for (int k = 0; k < C::s_keys; ++k) {
+          acc[i][k] = fmaf(qv[i].x, kk[k].x, acc[i][k]);
+          acc[i][k] = fmaf(qv[i].y, kk[k].y, acc[i][k]);
+          acc[i][k] = fmaf(qv[i].z, kk[k].z, acc[i][k]);
+          acc[i][k] = fmaf(qv[i].w, kk[k].w, acc[i][k]);
+        }
+    };
+    float4 qa[C::s_rows], ka[C::s_keys];
+    if constexpr (C::overlapped) {
+      float4 qb[C::s_rows], kb[C::s_keys];
+      load(0, qa, ka);
+      int d = 0;
 #pragma unroll 1
-        for (int d = 0; d < D; d += 8) {
+      for (int u = 0; u < C::cpt; ++u) {
+        TURBO3_UNROLL
+        for (int i = 0; i < C::score_steps_per_chunk; ++i, d += 8) {
           load(d + 4, qb, kb);
           fma(qa, ka);
           load(min(d + 8, D - 4), qa, ka);  // the last step re-reads a valid address, unused
           fma(qb, kb);
         }
-      } else {
+        between_chunks(u);
+      }
+    } else if constexpr (C::pipelined) {
+      float4 qb[C::s_rows], kb[C::s_keys];
+      load(0, qa, ka);
 #pragma unroll 1
-        for (int d = 0; d < D; d += 4) {
-          load(d, qa, ka);
-          fma(qa, ka);
-        }
+      for (int d = 0; d < D; d += 8) {
+        load(d + 4, qb, kb);
+        fma(qa, ka);
+        load(min(d + 8, D - 4), qa, ka);  // the last step re-reads a valid address, unused
+        fma(qb, kb);
       }
-      TURBO3_UNROLL
-      for (int i = 0; i < C::s_rows; ++i)
-        TURBO3_UNROLL
-        for (int k = 0; k < C::s_keys; ++k) s_s[(s_x + k * C::s_tx) * C::ss + s_y + i * C::s_ty] = acc[i][k];
-    }
-    platform::sync_threads();
-
-    // V replaces K in the shared tile; the next K tile's loads are issued before the softmax.
-    tile_store<C>(v_raw, kv_s, n_valid, lut, tid);
-    if (t + 1 < n_tiles) tile_load_raw<C>(k_raw, k_head, a.k_nb1, j0 + C::keys, min(C::keys, kv_end - j0 - C::keys), tid);
-
-    // ---- online softmax over the tile, one row per tpr threads --------------------------------
-    {
-      constexpr int kpt = C::keys / C::tpr;
-      float s[kpt];
-      float mx = -INFINITY;
-      TURBO3_UNROLL
-      for (int k = 0; k < kpt; ++k) {
-        const int jj = sm_sub + k * C::tpr, j = j0 + jj;
-        float v = s_s[jj * C::ss + sm_row];
-        if (a.softcap_post != 0.0f) v = a.softcap_post * platform::tanh_fast(v);
-        bool visible = j < row_end;
-        if (visible && mask_row) {
-          const float mv = platform::half_to_float(mask_row[j]);
-          if (mv == -INFINITY) visible = false;
-          else v += slope * mv;
-        }
-        s[k] = visible ? v : -INFINITY;
-        mx = fmaxf(mx, s[k]);
-      }
-      mx = tile_group_max(mx, C::tpr);
-      const float m_new = fmaxf(m_run, mx);
-      const float alpha = m_new == -INFINITY ? 1.0f : platform::exp2_fast(m_run - m_new);
-      float sum = 0.0f;
-      TURBO3_UNROLL
-      for (int k = 0; k < kpt; ++k) {
-        const int jj = sm_sub + k * C::tpr;
-        const float p = s[k] == -INFINITY ? 0.0f : platform::exp2_fast(s[k] - m_new);
-        s_s[jj * C::ss + sm_row] = p;
-        sum += p;
-      }
-      sum = tile_group_sum(sum, C::tpr);
-      l_run = l_run * alpha + sum;
-      m_run = m_new;
-      if (sm_sub == 0) row_s[sm_row] = alpha;
-    }
-    platform::sync_threads();
-
-    // ---- O = O * alpha + P V -------------------------------------------------------------------
-    {
-      const int r0 = o_y * C::o_rows;
-      TURBO3_UNROLL
-      for (int i = 0; i < C::o_rows; ++i) {
-        const float al = row_s[r0 + i];
-        TURBO3_UNROLL
-        for (int e = 0; e < C::o_dims; ++e) o[i][e] *= al;
-      }
-      const float* pp = s_s + r0;
-      const float* vp = kv_s + o_x * 4;
-      auto load = [&](int jj, float4(&pv)[C::o_rows / 4], float4(&vv)[C::o_dims / 4]) {
-        TURBO3_UNROLL
-        for (int u = 0; u < C::o_rows / 4; ++u) pv[u] = *reinterpret_cast<const float4*>(pp + jj * C::ss + 4 * u);
-        TURBO3_UNROLL
-        for (int u = 0; u < C::o_dims / 4; ++u)
-          vv[u] = *reinterpret_cast<const float4*>(vp + jj * C::qs + u * C::o_tx * 4);
-      };
-      auto fma = [&](const float4(&pv)[C::o_rows / 4], const float4(&vv)[C::o_dims / 4]) {
-        const float* pf = reinterpret_cast<const float*>(pv);
-        TURBO3_UNROLL
-        for (int i = 0; i < C::o_rows; ++i)
-          TURBO3_UNROLL
-          for (int u = 0; u < C::o_dims / 4; ++u) {
-            o[i][4 * u + 0] = fmaf(pf[i], vv[u].x, o[i][4 * u + 0]);
-            o[i][4 * u + 1] = fmaf(pf[i], vv[u].y, o[i][4 * u + 1]);
-            o[i][4 * u + 2] = fmaf(pf[i], vv[u].z, o[i][4 * u + 2]);
-            o[i][4 * u + 3] = fmaf(pf[i], vv[u].w, o[i][4 * u + 3]);
-          }
-      };
-      // Pipelined: keys in pairs, reads one key ahead (as in the score loop). A pair may run one
-      // key past n_valid: that key's probability and V row are zeros (keys is even).
-      static_assert(C::keys % 2 == 0, "keys per tile");
-      float4 pa[C::o_rows / 4], va[C::o_dims / 4];
-      if constexpr (C::pipelined) {
-        const int n_pairs = (n_valid + 1) / 2;
-        float4 pb[C::o_rows / 4], vb[C::o_dims / 4];
-        load(0, pa, va);
+    } else {
 #pragma unroll 1
-        for (int jp = 0; jp < n_pairs; ++jp) {
+      for (int d = 0; d < D; d += 4) {
+        load(d, qa, ka);
+        fma(qa, ka);
+      }
+    }
+    TURBO3_UNROLL
+    for (int i = 0; i < C::s_rows; ++i)
+      TURBO3_UNROLL
+      for (int k = 0; k < C::s_keys; ++k) s_s[(s_x + k * C::s_tx) * C::ss + s_y + i * C::s_ty] = acc[i][k];
+  };
+
+  // ---- online softmax over the tile at key j0, one row per tpr threads: P into s_s, each row's
+  // rescale factor into row_s ----------------------------------------------------------------------
+  auto softmax_tile = [&](int j0) {
+    constexpr int kpt = C::keys / C::tpr;
+    float s[kpt];
+    float mx = -INFINITY;
+    TURBO3_UNROLL
+    for (int k = 0; k < kpt; ++k) {
+      const int jj = sm_sub + k * C::tpr, j = j0 + jj;
+      float v = s_s[jj * C::ss + sm_row];
+      if (a.softcap_post != 0.0f) v = a.softcap_post * platform::tanh_fast(v);
+      bool visible = j < row_end;
+      if (visible && mask_row) {
+        const float mv = platform::half_to_float(mask_row[j]);
+        if (mv == -INFINITY) visible = false;
+        else v += slope * mv;
+      }
+      s[k] = visible ? v : -INFINITY;
+      mx = fmaxf(mx, s[k]);
+    }
+    mx = tile_group_max(mx, C::tpr);
+    const float m_new = fmaxf(m_run, mx);
+    const float alpha = m_new == -INFINITY ? 1.0f : platform::exp2_fast(m_run - m_new);
+    float sum = 0.0f;
+    TURBO3_UNROLL
+    for (int k = 0; k < kpt; ++k) {
+      const int jj = sm_sub + k * C::tpr;
+      const float p = s[k] == -INFINITY ? 0.0f : platform::exp2_fast(s[k] - m_new);
+      s_s[jj * C::ss + sm_row] = p;
+      sum += p;
+    }
+    sum = tile_group_sum(sum, C::tpr);
+    l_run = l_run * alpha + sum;
+    m_run = m_new;
+    if (sm_sub == 0) row_s[sm_row] = alpha;
+  };
+
+  // ---- O = O * alpha + P V over the tile in v_tile (n_valid keys); between_chunks as above -------
+  auto pv_tile = [&](const float* v_tile, int n_valid, auto&& between_chunks) {
+    const int r0 = o_y * C::o_rows;
+    TURBO3_UNROLL
+    for (int i = 0; i < C::o_rows; ++i) {
+      const float al = row_s[r0 + i];
+      TURBO3_UNROLL
+      for (int e = 0; e < C::o_dims; ++e) o[i][e] *= al;
+    }
+    const float* pp = s_s + r0;
+    const float* vp = v_tile + o_x * 4;
+    auto load = [&](int jj, float4(&pv)[C::o_rows / 4], float4(&vv)[C::o_dims / 4]) {
+      TURBO3_UNROLL
+      for (int u = 0; u < C::o_rows / 4; ++u) pv[u] = *reinterpret_cast<const float4*>(pp + jj * C::ss + 4 * u);
+      TURBO3_UNROLL
+      for (int u = 0; u < C::o_dims / 4; ++u)
+        vv[u] = *reinterpret_cast<const float4*>(vp + jj * C::qs + u * C::o_tx * 4);
+    };
+    auto fma = [&](const float4(&pv)[C::o_rows / 4], const float4(&vv)[C::o_dims / 4]) {
+      const float* pf = reinterpret_cast<const float*>(pv);
+      TURBO3_UNROLL
+      for (int i = 0; i < C::o_rows; ++i)
+        TURBO3_UNROLL
+        for (int u = 0; u < C::o_dims / 4; ++u) {
+          o[i][4 * u + 0] = fmaf(pf[i], vv[u].x, o[i][4 * u + 0]);
+          o[i][4 * u + 1] = fmaf(pf[i], vv[u].y, o[i][4 * u + 1]);
+          o[i][4 * u + 2] = fmaf(pf[i], vv[u].z, o[i][4 * u + 2]);
+          o[i][4 * u + 3] = fmaf(pf[i], vv[u].w, o[i][4 * u + 3]);
+        }
+    };
+    // Pipelined: keys in pairs, reads one key ahead (as in the score loop). A pair may run one
+    // key past n_valid: that key's probability and V row are zeros (keys is even). Overlapped:
+    // every pair of the tile (past n_valid, zeros), in cpt runs.
+    static_assert(C::keys % 2 == 0, "keys per tile");
+    float4 pa[C::o_rows / 4], va[C::o_dims / 4];
+    if constexpr (C::overlapped) {
+      float4 pb[C::o_rows / 4], vb[C::o_dims / 4];
+      load(0, pa, va);
+      int jp = 0;
+#pragma unroll 1
+      for (int u = 0; u < C::cpt; ++u) {
+        TURBO3_UNROLL
+        for (int i = 0; i < C::pv_pairs_per_chunk; ++i, ++jp) {
           load(2 * jp + 1, pb, vb);
           fma(pa, va);
           load(min(2 * jp + 2, C::keys - 1), pa, va);  // past the last pair: a valid address, unused
           fma(pb, vb);
         }
-      } else {
+        between_chunks(u);
+      }
+    } else if constexpr (C::pipelined) {
+      const int n_pairs = (n_valid + 1) / 2;
+      float4 pb[C::o_rows / 4], vb[C::o_dims / 4];
+      load(0, pa, va);
 #pragma unroll 1
-        for (int jj = 0; jj < n_valid; ++jj) {
-          load(jj, pa, va);
-          fma(pa, va);
-        }
+      for (int jp = 0; jp < n_pairs; ++jp) {
+        load(2 * jp + 1, pb, vb);
+        fma(pa, va);
+        load(min(2 * jp + 2, C::keys - 1), pa, va);  // past the last pair: a valid address, unused
+        fma(pb, vb);
+      }
+    } else {
+#pragma unroll 1
+      for (int jj = 0; jj < n_valid; ++jj) {
+        load(jj, pa, va);
+        fma(pa, va);
       }
     }
-    platform::sync_threads();  // the K/V and score tiles are rewritten by the next tile
+  };
+
+  if constexpr (C::overlapped) {
+    // K of tile t + 1 is decoded into k_s while P V of tile t multiplies, V of tile t into v_s while
+    // its scores multiply; each tile's raw bytes are loaded a phase before their decode starts.
+    float* const k_s = kv_s;
+    float* const v_s = kv_s + C::kv_floats;
+    if (n_tiles > 0) {
+      const int n_valid = min(C::keys, kv_end);
+      tile_load_raw<C>(k_raw, k_head, a.k_nb1, 0, n_valid, tid);
+      tile_store<C>(k_raw, k_s, n_valid, lut, tid);
+      tile_load_raw<C>(v_raw, v_head, a.v_nb1, 0, n_valid, tid);
+    }
+    platform::sync_threads();
+    for (int t = 0; t < n_tiles; ++t) {
+      const int j0 = t * C::keys;
+      score_tile(k_s, [&](int u) { tile_store_next<C>(v_raw, v_s, lut, tid, u); });
+      platform::sync_threads();  // scores in s_s, V in v_s; k_s is free
+      const bool has_next = t + 1 < n_tiles;
+      const int next_valid = min(C::keys, kv_end - j0 - C::keys);
+      if (has_next) tile_load_raw<C>(k_raw, k_head, a.k_nb1, j0 + C::keys, next_valid, tid);
+      softmax_tile(j0);
+      platform::sync_threads();
+      // After the last tile the decode writes k_s, which nothing reads again.
+      pv_tile(v_s, min(C::keys, kv_end - j0), [&](int u) { tile_store_next<C>(k_raw, k_s, lut, tid, u); });
+      if (has_next) tile_load_raw<C>(v_raw, v_head, a.v_nb1, j0 + C::keys, next_valid, tid);
+      platform::sync_threads();  // the next K in k_s; v_s and s_s are free
+    }
+  } else {
+    if (n_tiles > 0) tile_load_raw<C>(k_raw, k_head, a.k_nb1, 0, min(C::keys, kv_end), tid);
+    for (int t = 0; t < n_tiles; ++t) {
+      const int j0 = t * C::keys;
+      const int n_valid = min(C::keys, kv_end - j0);
+      tile_store<C>(k_raw, kv_s, n_valid, lut, tid);
+      tile_load_raw<C>(v_raw, v_head, a.v_nb1, j0, n_valid, tid);
+      platform::sync_threads();
+      score_tile(kv_s, no_hook);
+      platform::sync_threads();
+      // V replaces K in the shared tile; the next K tile's loads are issued before the softmax.
+      tile_store<C>(v_raw, kv_s, n_valid, lut, tid);
+      if (t + 1 < n_tiles) tile_load_raw<C>(k_raw, k_head, a.k_nb1, j0 + C::keys, min(C::keys, kv_end - j0 - C::keys), tid);
+      softmax_tile(j0);
+      platform::sync_threads();
+      pv_tile(kv_s, n_valid, no_hook);
+      platform::sync_threads();  // the K/V and score tiles are rewritten by the next tile
+    }
   }
 
   // ---- epilogue: sink, normalization, un-rotation, store ------------------------------------------
