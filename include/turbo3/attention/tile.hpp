@@ -390,8 +390,26 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void tile_load_raw(tile_raw<L, C::cpt>& t, cons
   }
 }
 
-// Decodes the packed chunks into dst [keys][qs] in natural order, scaled (turbo3: the block norm;
-// the float product of two fp16 values is exact); keys past n_valid become zeros.
+// Chunk slot u of t decoded into out (16 floats in natural order), scaled (turbo3: the block
+// norm; the float product of two fp16 values is exact).
+template <class L, int CPT>
+TURBO3_DEVICE TURBO3_FORCEINLINE void tile_decode_chunk(const tile_raw<L, CPT>& t, int u, const turbo3_lut& lut,
+                                                        float4* out) {
+  float x[kv::chunk_values];
+  float s = 1.0f;
+  if constexpr (L::type == data_type::turbo3) {
+    L::decode16(platform::join_halves(t.qs_lo[u], t.qs_hi[u]), t.signs[u], lut, x);
+    s = platform::half_bits_to_float(static_cast<uint16_t>(t.norm[u]));
+  } else {
+    L::decode(t.raw[u], lut, x);
+  }
+  TURBO3_UNROLL
+  for (int q = 0; q < kv::chunk_values / 4; ++q)
+    out[q] = make_float4(x[L::slot(4 * q)] * s, x[L::slot(4 * q + 1)] * s, x[L::slot(4 * q + 2)] * s,
+                         x[L::slot(4 * q + 3)] * s);
+}
+
+// Decodes the packed chunks into dst [keys][qs] (tile_decode_chunk); keys past n_valid become zeros.
 template <class C, class L>
 TURBO3_DEVICE TURBO3_FORCEINLINE void tile_store(const tile_raw<L, C::cpt>& t, float* dst, int n_valid,
                                                  const turbo3_lut& lut, int tid) {
@@ -401,18 +419,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void tile_store(const tile_raw<L, C::cpt>& t, f
     const int jj = idx / C::chunks, c = idx % C::chunks;
     float4* out = reinterpret_cast<float4*>(dst + jj * C::qs + c * kv::chunk_values);
     if (jj < n_valid) {
-      float x[kv::chunk_values];
-      float s = 1.0f;
-      if constexpr (L::type == data_type::turbo3) {
-        L::decode16(platform::join_halves(t.qs_lo[u], t.qs_hi[u]), t.signs[u], lut, x);
-        s = platform::half_bits_to_float(static_cast<uint16_t>(t.norm[u]));
-      } else {
-        L::decode(t.raw[u], lut, x);
-      }
-      TURBO3_UNROLL
-      for (int q = 0; q < kv::chunk_values / 4; ++q)
-        out[q] = make_float4(x[L::slot(4 * q)] * s, x[L::slot(4 * q + 1)] * s, x[L::slot(4 * q + 2)] * s,
-                             x[L::slot(4 * q + 3)] * s);
+      tile_decode_chunk(t, u, lut, out);
     } else {
       TURBO3_UNROLL
       for (int q = 0; q < kv::chunk_values / 4; ++q) out[q] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -428,19 +435,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void tile_store_next(tile_raw<L, C::cpt>& t, fl
                                                       int tid, int u) {
   const int idx = tid + C::threads * u;
   const int jj = idx / C::chunks, c = idx % C::chunks;
-  float4* out = reinterpret_cast<float4*>(dst + jj * C::qs + c * kv::chunk_values);
-  float x[kv::chunk_values];
-  float s = 1.0f;
-  if constexpr (L::type == data_type::turbo3) {
-    L::decode16(platform::join_halves(t.qs_lo[0], t.qs_hi[0]), t.signs[0], lut, x);
-    s = platform::half_bits_to_float(static_cast<uint16_t>(t.norm[0]));
-  } else {
-    L::decode(t.raw[0], lut, x);
-  }
-  TURBO3_UNROLL
-  for (int q = 0; q < kv::chunk_values / 4; ++q)
-    out[q] = make_float4(x[L::slot(4 * q)] * s, x[L::slot(4 * q + 1)] * s, x[L::slot(4 * q + 2)] * s,
-                         x[L::slot(4 * q + 3)] * s);
+  tile_decode_chunk(t, 0, lut, reinterpret_cast<float4*>(dst + jj * C::qs + c * kv::chunk_values));
   t.shift();
 }
 
