@@ -191,13 +191,16 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
       src += step;
     }
   };
-  auto copy_rows = [&](int dst_offset, const char* head, int64_t nb1, const copy_plan& cp, int j0, int n) {
-    if (row_unit == 8) {
-      copy_units(std::integral_constant<int, 8>{}, std::integral_constant<int, C::rows_per_pass(8)>{},
-                 ring_dst + dst_offset, head, nb1, cp, j0, n);
-    } else if (row_unit == 4) {
-      copy_units(std::integral_constant<int, 4>{}, std::integral_constant<int, C::rows_per_pass(4)>{},
-                 ring_dst + dst_offset, head, nb1, cp, j0, n);
+  // The copy unit is a template constant of each copy of the group loop (run_groups below), so the
+  // loop that runs holds only its own staging code. H200, twenty-fifth session: with all three forms
+  // in one loop, its hot code (about 15 KB) sat spread over 32 KB and 9% of the warps' stall samples
+  // were instruction fetches; one loop per form, and the ring slots stepped instead of taken modulo
+  // 3: D = 256 3.6% faster at depth 131072 (139 -> 134 us), 2.5% at 32768, D = 128 within 1%.
+  auto copy_rows = [&](auto unit_c, int dst_offset, const char* head, int64_t nb1, const copy_plan& cp, int j0, int n) {
+    constexpr int unit = decltype(unit_c)::value;
+    if constexpr (unit == 8 || unit == 4) {
+      copy_units(unit_c, std::integral_constant<int, C::rows_per_pass(unit)>{}, ring_dst + dst_offset, head, nb1, cp,
+                 j0, n);
     } else {
       unsigned char* dst = ring + dst_offset;
       // copy_row and copy_unit, with the 4-byte geometry as constants
@@ -208,16 +211,17 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
       }
     }
   };
-  auto stage = [&](int i) {
+  // Group i + stages - 1 into ring slot `slot` (the byte offset of slot (i + stages - 1) % stages).
+  auto stage = [&](auto unit_c, int i, int slot) {
     if (i < my_groups) {
       const int j0 = group_start(i);
       const int n = min(G, range_end - j0);
-      const int slot = (i % C::stages) * C::stage_bytes;
-      copy_rows(slot, x.k_head, a.k_nb1, k_copy, j0, n);
-      copy_rows(slot + C::tile_bytes, x.v_head, a.v_nb1, v_copy, j0, n);
+      copy_rows(unit_c, slot, x.k_head, a.k_nb1, k_copy, j0, n);
+      copy_rows(unit_c, slot + C::tile_bytes, x.v_head, a.v_nb1, v_copy, j0, n);
     }
     platform::async_commit();  // one group per step, empty or not, so the wait count stays exact
   };
+  auto next_slot = [](int slot) { return slot + C::stage_bytes == C::stages * C::stage_bytes ? 0 : slot + C::stage_bytes; };
 
   // The rows this lane's score and value fragments touch: 2t and 2t+1. Keys j < key_limit[e] may be
   // visible to row 2t+e (the split's range and the causal diagonal; none for a padding row), so the
@@ -244,154 +248,162 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
     TURBO3_UNROLL
     for (int i = 0; i < 4; ++i) acc[m][i] = 0.0f;
 
-  TURBO3_UNROLL
-  for (int i = 0; i < C::stages - 1; ++i) stage(i);
-
-  for (int i = 0; i < my_groups; ++i) {
-    stage(i + C::stages - 1);
-    platform::async_wait<C::stages - 1>();
-    platform::sync_warp();
-    const char* k_tile = reinterpret_cast<const char*>(ring + (i % C::stages) * C::stage_bytes) + k_shift;
-    const char* v_tile = reinterpret_cast<const char*>(ring + (i % C::stages) * C::stage_bytes) + C::tile_bytes + v_shift;
-    const int j0 = group_start(i);
-    const int n = min(G, range_end - j0);
-
-    // The value phase's packed bits, read now so their latency hides behind the scores.
-    typename L::raw_chunk v_raw[C::blocks][4];
+  auto run_groups = [&](auto unit_c) {
     TURBO3_UNROLL
-    for (int b = 0; b < C::blocks; ++b) {
-      const int keys[4] = {2 * t, 2 * t + 1, 2 * t + 8, 2 * t + 9};
-      TURBO3_UNROLL
-      for (int k = 0; k < 4; ++k) v_raw[b][k] = L::load_raw(v_tile + keys[k] * C::pitch, 8 * b + g);
-    }
+    for (int i = 0; i < C::stages - 1; ++i) stage(unit_c, i, i * C::stage_bytes);
 
-    // ---- scores S (16 keys x 8 rows); rows past n hold stale bytes and are masked below --------
-    const char* row_a = k_tile + g * C::pitch;
-    const char* row_b = row_a + 8 * C::pitch;
-    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // (key g, row 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1)
-    TURBO3_UNROLL
-    for (int b = 0; b < C::blocks; ++b) {
-      float part[2][4] = {};  // one accumulator per chunk half: two independent mma chains
+    int use_slot = 0, fill_slot = (C::stages - 1) * C::stage_bytes;  // ring offsets of groups i and i + stages - 1
+    for (int i = 0; i < my_groups; ++i) {
+      stage(unit_c, i + C::stages - 1, fill_slot);
+      fill_slot = next_slot(fill_slot);
+      platform::async_wait<C::stages - 1>();
+      platform::sync_warp();
+      const char* k_tile = reinterpret_cast<const char*>(ring + use_slot) + k_shift;
+      const char* v_tile = reinterpret_cast<const char*>(ring + use_slot) + C::tile_bytes + v_shift;
+      use_slot = next_slot(use_slot);
+      const int j0 = group_start(i);
+      const int n = min(G, range_end - j0);
+
+      // The value phase's packed bits, read now so their latency hides behind the scores.
+      typename L::raw_chunk v_raw[C::blocks][4];
       TURBO3_UNROLL
-      for (int h = 0; h < 2; ++h) {
-        uint32_t ha[8], hb[8];
-        L::decode_half2(L::load_raw(row_a, 8 * b + t + 4 * h), lut, ha);
-        L::decode_half2(L::load_raw(row_b, 8 * b + t + 4 * h), lut, hb);
+      for (int b = 0; b < C::blocks; ++b) {
+        const int keys[4] = {2 * t, 2 * t + 1, 2 * t + 8, 2 * t + 9};
         TURBO3_UNROLL
-        for (int k = 0; k < 4; ++k) {
-          const uint32_t frag[4] = {ha[2 * k], hb[2 * k], ha[2 * k + 1], hb[2 * k + 1]};
-          const uint2 qf = q_frag[(b * 2 + h) * 4 + k];
-          const uint32_t qb[2] = {qf.x, qf.y};
-          platform::mma_m16n8k16(part[h], frag, qb);
+        for (int k = 0; k < 4; ++k) v_raw[b][k] = L::load_raw(v_tile + keys[k] * C::pitch, 8 * b + g);
+      }
+
+      // ---- scores S (16 keys x 8 rows); rows past n hold stale bytes and are masked below --------
+      const char* row_a = k_tile + g * C::pitch;
+      const char* row_b = row_a + 8 * C::pitch;
+      float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // (key g, row 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1)
+      TURBO3_UNROLL
+      for (int b = 0; b < C::blocks; ++b) {
+        float part[2][4] = {};  // one accumulator per chunk half: two independent mma chains
+        TURBO3_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          uint32_t ha[8], hb[8];
+          L::decode_half2(L::load_raw(row_a, 8 * b + t + 4 * h), lut, ha);
+          L::decode_half2(L::load_raw(row_b, 8 * b + t + 4 * h), lut, hb);
+          TURBO3_UNROLL
+          for (int k = 0; k < 4; ++k) {
+            const uint32_t frag[4] = {ha[2 * k], hb[2 * k], ha[2 * k + 1], hb[2 * k + 1]};
+            const uint2 qf = q_frag[(b * 2 + h) * 4 + k];
+            const uint32_t qb[2] = {qf.x, qf.y};
+            platform::mma_m16n8k16(part[h], frag, qb);
+          }
+        }
+        const float norm_a = L::scale(row_a, b), norm_b = L::scale(row_b, b);
+        s[0] += norm_a * (part[0][0] + part[1][0]);
+        s[1] += norm_a * (part[0][1] + part[1][1]);
+        s[2] += norm_b * (part[0][2] + part[1][2]);
+        s[3] += norm_b * (part[0][3] + part[1][3]);
+      }
+
+      // The value operand of the first early_v_blocks V blocks, decoded before the softmax.
+      constexpr int early_blocks = C::early_v_blocks;
+      uint32_t v_early[early_blocks > 0 ? early_blocks : 1][2][16];
+      TURBO3_UNROLL
+      for (int b = 0; b < early_blocks; ++b) {
+        L::decode_pairs(v_raw[b][0], v_raw[b][1], lut, v_early[b][0]);
+        L::decode_pairs(v_raw[b][2], v_raw[b][3], lut, v_early[b][1]);
+      }
+
+      // ---- online softmax, in registers: row max over the 16 keys is a reduction over g ---------
+      if (a.softcap_post != 0.0f) {  // uniform: one branch per group
+        TURBO3_UNROLL
+        for (int e = 0; e < 4; ++e) s[e] = a.softcap_post * platform::tanh_fast(s[e]);
+      }
+      TURBO3_UNROLL
+      for (int e = 0; e < 4; ++e) {
+        const int j = j0 + (e < 2 ? g : g + 8);
+        float v = s[e];
+        bool visible = j < key_limit[e & 1];
+        if constexpr (MASKED) {
+          const float mv = platform::half_to_float(row_mask[e & 1][min(j, last_key)]);
+          visible = visible && mv != -INFINITY;
+          v += row_slope[e & 1] * mv;
+        }
+        s[e] = visible ? v : -INFINITY;
+      }
+      // Once a few groups are in, the running maxima rarely grow: where no score of the group exceeds
+      // its row's running maximum in any lane (one vote), the maxima stay, alpha is 1 and the
+      // reduction over the key lanes is skipped; the values are the full update's to the bit.
+      float p[4], alpha[2] = {1.0f, 1.0f};
+      const bool update =
+          platform::any_in_warp(s[0] > m_run[0] || s[2] > m_run[0] || s[1] > m_run[1] || s[3] > m_run[1]);
+      TURBO3_UNROLL
+      for (int e = 0; e < 2; ++e) {
+        float m_new = m_run[e];
+        if (update) {  // warp-uniform
+          float mx = fmaxf(s[e], s[e + 2]);
+          TURBO3_UNROLL
+          for (int o = 4; o < 32; o *= 2) mx = fmaxf(mx, platform::shfl_xor(mx, o));
+          m_new = fmaxf(m_run[e], mx);
+          alpha[e] = m_new == -INFINITY ? 1.0f : platform::exp2_fast(m_run[e] - m_new);
+        }
+        p[e] = s[e] == -INFINITY ? 0.0f : platform::exp2_fast(s[e] - m_new);
+        p[e + 2] = s[e + 2] == -INFINITY ? 0.0f : platform::exp2_fast(s[e + 2] - m_new);
+        l_run[e] = l_run[e] * alpha[e] + p[e] + p[e + 2];
+        m_run[e] = m_new;
+      }
+
+      // ---- P^T per V block (p * norm), transposed through the warp's own shared memory ----------
+      const char* v_row_a = v_tile + g * C::pitch;
+      const char* v_row_b = v_row_a + 8 * C::pitch;
+      TURBO3_UNROLL
+      for (int b = 0; b < C::blocks; ++b) {
+        const float na = g < n ? L::scale(v_row_a, b) : 0.0f, nb = g + 8 < n ? L::scale(v_row_b, b) : 0.0f;
+        float* w = w_s + b * G * NR;
+        w[g * NR + 2 * t] = p[0] * na;
+        w[g * NR + 2 * t + 1] = p[1] * na;
+        w[(g + 8) * NR + 2 * t] = p[2] * nb;
+        w[(g + 8) * NR + 2 * t + 1] = p[3] * nb;
+      }
+      if (update && platform::any_in_warp(alpha[0] != 1.0f || alpha[1] != 1.0f)) {  // rare once the maxima settle
+        TURBO3_UNROLL
+        for (int m = 0; m < C::m_tiles; ++m) {
+          acc[m][0] *= alpha[0];
+          acc[m][1] *= alpha[1];
+          acc[m][2] *= alpha[0];
+          acc[m][3] *= alpha[1];
         }
       }
-      const float norm_a = L::scale(row_a, b), norm_b = L::scale(row_b, b);
-      s[0] += norm_a * (part[0][0] + part[1][0]);
-      s[1] += norm_a * (part[0][1] + part[1][1]);
-      s[2] += norm_b * (part[0][2] + part[1][2]);
-      s[3] += norm_b * (part[0][3] + part[1][3]);
-    }
-
-    // The value operand of the first early_v_blocks V blocks, decoded before the softmax.
-    constexpr int early_blocks = C::early_v_blocks;
-    uint32_t v_early[early_blocks > 0 ? early_blocks : 1][2][16];
-    TURBO3_UNROLL
-    for (int b = 0; b < early_blocks; ++b) {
-      L::decode_pairs(v_raw[b][0], v_raw[b][1], lut, v_early[b][0]);
-      L::decode_pairs(v_raw[b][2], v_raw[b][3], lut, v_early[b][1]);
-    }
-
-    // ---- online softmax, in registers: row max over the 16 keys is a reduction over g ---------
-    if (a.softcap_post != 0.0f) {  // uniform: one branch per group
+      platform::sync_warp();
+      uint32_t pb[C::blocks][2];
       TURBO3_UNROLL
-      for (int e = 0; e < 4; ++e) s[e] = a.softcap_post * platform::tanh_fast(s[e]);
-    }
-    TURBO3_UNROLL
-    for (int e = 0; e < 4; ++e) {
-      const int j = j0 + (e < 2 ? g : g + 8);
-      float v = s[e];
-      bool visible = j < key_limit[e & 1];
-      if constexpr (MASKED) {
-        const float mv = platform::half_to_float(row_mask[e & 1][min(j, last_key)]);
-        visible = visible && mv != -INFINITY;
-        v += row_slope[e & 1] * mv;
+      for (int b = 0; b < C::blocks; ++b) {
+        const float* w = w_s + b * G * NR + g;
+        pb[b][0] = platform::pack_half2(w[(2 * t) * NR], w[(2 * t + 1) * NR]);
+        pb[b][1] = platform::pack_half2(w[(2 * t + 8) * NR], w[(2 * t + 9) * NR]);
       }
-      s[e] = visible ? v : -INFINITY;
-    }
-    // Once a few groups are in, the running maxima rarely grow: where no score of the group exceeds
-    // its row's running maximum in any lane (one vote), the maxima stay, alpha is 1 and the
-    // reduction over the key lanes is skipped; the values are the full update's to the bit.
-    float p[4], alpha[2] = {1.0f, 1.0f};
-    const bool update =
-        platform::any_in_warp(s[0] > m_run[0] || s[2] > m_run[0] || s[1] > m_run[1] || s[3] > m_run[1]);
-    TURBO3_UNROLL
-    for (int e = 0; e < 2; ++e) {
-      float m_new = m_run[e];
-      if (update) {  // warp-uniform
-        float mx = fmaxf(s[e], s[e + 2]);
-        TURBO3_UNROLL
-        for (int o = 4; o < 32; o *= 2) mx = fmaxf(mx, platform::shfl_xor(mx, o));
-        m_new = fmaxf(m_run[e], mx);
-        alpha[e] = m_new == -INFINITY ? 1.0f : platform::exp2_fast(m_run[e] - m_new);
-      }
-      p[e] = s[e] == -INFINITY ? 0.0f : platform::exp2_fast(s[e] - m_new);
-      p[e + 2] = s[e + 2] == -INFINITY ? 0.0f : platform::exp2_fast(s[e + 2] - m_new);
-      l_run[e] = l_run[e] * alpha[e] + p[e] + p[e + 2];
-      m_run[e] = m_new;
-    }
 
-    // ---- P^T per V block (p * norm), transposed through the warp's own shared memory ----------
-    const char* v_row_a = v_tile + g * C::pitch;
-    const char* v_row_b = v_row_a + 8 * C::pitch;
-    TURBO3_UNROLL
-    for (int b = 0; b < C::blocks; ++b) {
-      const float na = g < n ? L::scale(v_row_a, b) : 0.0f, nb = g + 8 < n ? L::scale(v_row_b, b) : 0.0f;
-      float* w = w_s + b * G * NR;
-      w[g * NR + 2 * t] = p[0] * na;
-      w[g * NR + 2 * t + 1] = p[1] * na;
-      w[(g + 8) * NR + 2 * t] = p[2] * nb;
-      w[(g + 8) * NR + 2 * t + 1] = p[3] * nb;
-    }
-    if (update && platform::any_in_warp(alpha[0] != 1.0f || alpha[1] != 1.0f)) {  // rare once the maxima settle
+      // ---- values: O^T (dims x 8 rows) += V^T (dims x 16 keys) P^T; stale rows carry weight 0 -----
       TURBO3_UNROLL
-      for (int m = 0; m < C::m_tiles; ++m) {
-        acc[m][0] *= alpha[0];
-        acc[m][1] *= alpha[1];
-        acc[m][2] *= alpha[0];
-        acc[m][3] *= alpha[1];
-      }
-    }
-    platform::sync_warp();
-    uint32_t pb[C::blocks][2];
-    TURBO3_UNROLL
-    for (int b = 0; b < C::blocks; ++b) {
-      const float* w = w_s + b * G * NR + g;
-      pb[b][0] = platform::pack_half2(w[(2 * t) * NR], w[(2 * t + 1) * NR]);
-      pb[b][1] = platform::pack_half2(w[(2 * t + 8) * NR], w[(2 * t + 9) * NR]);
-    }
-
-    // ---- values: O^T (dims x 8 rows) += V^T (dims x 16 keys) P^T; stale rows carry weight 0 -----
-    TURBO3_UNROLL
-    for (int b = 0; b < C::blocks; ++b) {
-      uint32_t p01[16], p89[16];
-      if (b < early_blocks) {
-        TURBO3_UNROLL
-        for (int i = 0; i < 16; ++i) {
-          p01[i] = v_early[b < early_blocks ? b : 0][0][i];
-          p89[i] = v_early[b < early_blocks ? b : 0][1][i];
+      for (int b = 0; b < C::blocks; ++b) {
+        uint32_t p01[16], p89[16];
+        if (b < early_blocks) {
+          TURBO3_UNROLL
+          for (int i = 0; i < 16; ++i) {
+            p01[i] = v_early[b < early_blocks ? b : 0][0][i];
+            p89[i] = v_early[b < early_blocks ? b : 0][1][i];
+          }
+        } else {
+          L::decode_pairs(v_raw[b][0], v_raw[b][1], lut, p01);
+          L::decode_pairs(v_raw[b][2], v_raw[b][3], lut, p89);
         }
-      } else {
-        L::decode_pairs(v_raw[b][0], v_raw[b][1], lut, p01);
-        L::decode_pairs(v_raw[b][2], v_raw[b][3], lut, p89);
+        TURBO3_UNROLL
+        for (int k = 0; k < 8; ++k) {
+          const uint32_t frag[4] = {p01[k], p01[k + 8], p89[k], p89[k + 8]};
+          platform::mma_m16n8k16(acc[8 * b + k], frag, pb[b]);
+        }
       }
-      TURBO3_UNROLL
-      for (int k = 0; k < 8; ++k) {
-        const uint32_t frag[4] = {p01[k], p01[k + 8], p89[k], p89[k + 8]};
-        platform::mma_m16n8k16(acc[8 * b + k], frag, pb[b]);
-      }
+      platform::sync_warp();  // the ring slot and w_s are rewritten by a later step
     }
-    platform::sync_warp();  // the ring slot and w_s are rewritten by a later step
-  }
+  };
+  if (row_unit == 8) run_groups(std::integral_constant<int, 8>{});
+  else if (row_unit == 4) run_groups(std::integral_constant<int, 4>{});
+  else run_groups(std::integral_constant<int, 2>{});
   platform::async_wait<0>();
 
   // ---- merge the warps: each warp's rows, max and sum, then one partial row per query row ------
