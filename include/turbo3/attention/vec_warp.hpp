@@ -211,7 +211,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
       }
     }
   };
-  // Group i + stages - 1 into ring slot `slot` (the byte offset of slot (i + stages - 1) % stages).
+  // This warp's group i into the ring slot at byte offset `slot` (that of slot i % stages).
   auto stage = [&](auto unit_c, int i, int slot) {
     if (i < my_groups) {
       const int j0 = group_start(i);
