@@ -65,15 +65,25 @@ struct vec_warp_config {
   static constexpr int pitch_words_min = (row_bytes + 6 + 3) / 4;
   static constexpr int pitch = 4 * (pitch_words_min + (12 - pitch_words_min % 8) % 8);
   static_assert(pitch % 32 == 16 && pitch / 4 >= pitch_words_min, "conflict-free pitch");
-  // Copies of `unit` bytes (8, 4; 2-byte copies use the 4-byte geometry), one lane per unit of a
-  // row: the units a row touches at most (it starts up to unit - 2 bytes into its first one), the
-  // lanes per row (a power of two) and the rows one pass of a warp covers.
+  // Copies of `unit` bytes (8 or 4): the units a row touches at most (it starts up to unit - 2
+  // bytes into its first one) and at least. Four lanes per row, eight rows per pass: lane q of a
+  // row copies its units q, q + 4, q + 8, ..., all at constant offsets from one source address,
+  // of which only the last may be partial or past the row.
   TURBO3_HD static constexpr int max_row_units(int unit) { return (row_bytes + unit - 2 + unit - 1) / unit; }
-  TURBO3_HD static constexpr int lanes_per_row(int unit) {
-    return max_row_units(unit) > 16 ? 32 : max_row_units(unit) > 8 ? 16 : 8;
+  TURBO3_HD static constexpr int min_row_units(int unit) { return (row_bytes + unit - 1) / unit; }
+  static constexpr int copy_lanes_per_row = 4;
+  static constexpr int copy_rows_per_pass = 32 / copy_lanes_per_row;
+  TURBO3_HD static constexpr int units_per_lane(int unit) {
+    return (max_row_units(unit) + copy_lanes_per_row - 1) / copy_lanes_per_row;
   }
-  TURBO3_HD static constexpr int rows_per_pass(int unit) { return 32 / lanes_per_row(unit); }
-  static_assert(8 * max_row_units(8) <= pitch, "8-byte units stay inside a row's slot");
+  TURBO3_HD static constexpr bool only_last_unit_partial(int unit) {
+    return copy_lanes_per_row - 1 + copy_lanes_per_row * (units_per_lane(unit) - 2) < min_row_units(unit) - 1;
+  }
+  static_assert(only_last_unit_partial(8) && only_last_unit_partial(4), "a lane's earlier units are whole");
+  static_assert(8 * max_row_units(8) <= pitch && 4 * max_row_units(4) <= pitch, "units stay inside a row's slot");
+  // 2-byte copies (ordinary loads): one lane per 4-byte unit of a row, rows_per_pass_2 rows per pass.
+  static constexpr int lanes_per_row_2 = max_row_units(4) > 16 ? 32 : max_row_units(4) > 8 ? 16 : 8;
+  static constexpr int rows_per_pass_2 = 32 / lanes_per_row_2;
   static constexpr int tile_bytes = group * pitch;       // one group of K (or V) rows
   static constexpr int stage_bytes = 2 * tile_bytes;     // K, then V
   static constexpr int staging_bytes = n_warps * stages * stage_bytes;
@@ -82,7 +92,6 @@ struct vec_warp_config {
   static constexpr int max2(int x, int y) { return x > y ? x : y; }
   static constexpr int smem_bytes =
       max2(max2(staging_bytes, max2(query_bytes, merge_bytes)), vec_merge_floats<D, NR> * 4);
-  static constexpr int w_floats = blocks * group * NR;   // per warp: p * norm, [block][key][row]
   static constexpr int q_frags = blocks * 2 * 4;         // Q fragments per lane: [block][half][k-step]
   // V blocks whose value operand is decoded before the softmax, so that their byte permutes fill
   // the softmax's dependency waits. H200 (twenty-second session): the first of two at D = 256 1.4%
@@ -91,6 +100,7 @@ struct vec_warp_config {
   static constexpr int early_v_blocks = blocks == 2 ? 1 : 0;
   static_assert(vec_warp_head_dim(D), "turbo3 VEC on matrix instructions covers D = 128 and 256");
   static_assert(max_row_units(4) <= 32, "one row per warp pass at most");
+  static_assert(group % copy_rows_per_pass == 0, "whole passes per group");
   static_assert(vec_threads % 32 == 0, "whole warps");
   static_assert(vec_warp_split_keys == group * n_warps, "a split unit is one group per warp");
 };
@@ -109,7 +119,6 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
   constexpr int NR = C::NR;
   constexpr int G = C::group;
   __shared__ __align__(16) unsigned char smem[C::smem_bytes];
-  __shared__ float w_all[C::n_warps][C::w_floats];
 
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
@@ -142,53 +151,47 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
   const int n_groups = range_end > range_begin ? (range_end - range_begin + G - 1) / G : 0;
   const int my_groups = n_groups > warp ? (n_groups - warp + C::n_warps - 1) / C::n_warps : 0;
   unsigned char* ring = smem + warp * C::stages * C::stage_bytes;
-  float* w_s = w_all[warp];
 
   auto group_start = [&](int i) { return range_begin + (warp + i * C::n_warps) * G; };
   // Where a row starts inside its first copy unit (the same for every row of a head).
   const int unit_mask = row_unit == 8 ? 6 : row_unit == 4 ? 2 : 0;
   const int k_shift = static_cast<int>(reinterpret_cast<uintptr_t>(x.k_head) & unit_mask);
   const int v_shift = static_cast<int>(reinterpret_cast<uintptr_t>(x.v_head) & unit_mask);
-  // What each lane copies of every row (a whole unit, or the row's last partial unit and how many
-  // of its bytes) is fixed for the whole kernel. Rows j0 .. j0+n-1 go to row r * pitch + shift.
-  const int lanes_per_row = row_unit == 8 ? C::lanes_per_row(8) : C::lanes_per_row(4);  // 2-byte: the 4-byte geometry
-  const int copy_unit = lane % lanes_per_row, copy_row = lane / lanes_per_row;
+  // Lane q of row r of a pass (8- and 4-byte copies): r = lane / 4, q = lane % 4; it copies units
+  // q, q + 4, ... of its row, all whole but the last, whose part inside the row is fixed for the
+  // whole kernel. Rows j0 .. j0+n-1 go to row r * pitch + shift.
+  const int copy_unit = lane % C::copy_lanes_per_row, copy_row = lane / C::copy_lanes_per_row;
   struct copy_plan {
-    int shift;
-    bool active;  // this lane copies a unit of each row: a whole one, or the row's last partial one
-    int bytes;    // of that unit, read from the cache (the rest of a partial unit is zero-filled)
+    int lane_offset;  // of the lane's first unit from the row's start: unit * q - shift
+    bool last;        // the lane's last unit holds bytes of the row
+    int last_bytes;   // of that unit, read from the cache (the rest is zero-filled)
   };
-  auto make_copy_plan = [&](int shift) {
-    const int unit = row_unit == 8 ? 8 : 4;
+  auto make_copy_plan = [&](auto unit_c, int shift) {
+    constexpr int unit = decltype(unit_c)::value;
     const int span = C::row_bytes + shift;  // bytes from the first unit's start to the row's end
     const int units = (span + unit - 1) / unit;
-    const int last = span - unit * (units - 1);
-    return copy_plan{shift, copy_unit < units, copy_unit == units - 1 ? last : unit};
+    const int last_unit = copy_unit + C::copy_lanes_per_row * (C::units_per_lane(unit) - 1);
+    return copy_plan{unit * copy_unit - shift, last_unit < units,
+                     last_unit == units - 1 ? span - unit * (units - 1) : unit};
   };
-  const copy_plan k_copy = make_copy_plan(k_shift), v_copy = make_copy_plan(v_shift);
-  const platform::async_destination ring_dst =
-      platform::async_destination_of(ring) + copy_row * C::pitch + row_unit * copy_unit;
-  // Per pass, one copy and one pointer step per lane; a full group (warp-uniform) needs no per-row
-  // checks, so the common case has no branch per row.
-  auto copy_units = [&](auto unit_c, auto rows_per_pass_c, const platform::async_destination d, const char* head,
-                        int64_t nb1, const copy_plan& cp, int j0, int n) {
-    constexpr int unit = decltype(unit_c)::value, rpp = decltype(rows_per_pass_c)::value;
-    const char* src = head + static_cast<int64_t>(j0 + copy_row) * nb1 - cp.shift + unit * copy_unit;
-    const int64_t step = rpp * nb1;
-    if (n == G) {
-      if (cp.active) {
-        TURBO3_UNROLL
-        for (int pass = 0; pass < G / rpp; ++pass) {
-          platform::async_copy_sized<unit>(d + pass * rpp * C::pitch, src, cp.bytes);
-          src += step;
-        }
-      }
-      return;
-    }
+  const platform::async_destination ring_dst = platform::async_destination_of(ring) + copy_row * C::pitch;
+  // Per pass, one source address per lane and its copies at constant offsets from it. H200,
+  // twenty-sixth session: no faster than one lane per unit of a row (D = 256, depth 131072: 134.2
+  // and 134.6 us); the compiler still spends about 140 instructions per 16-key group on K's and V's
+  // staging (per-pass branches for a partial group, the last unit's size recomputed per pass).
+  auto copy_units = [&](auto unit_c, const platform::async_destination d, const char* head, int64_t nb1,
+                        const copy_plan& cp, int j0, int n) {
+    constexpr int unit = decltype(unit_c)::value, per_lane = C::units_per_lane(unit);
+    constexpr int rpp = C::copy_rows_per_pass, stride = unit * C::copy_lanes_per_row;
     TURBO3_UNROLL
     for (int pass = 0; pass < G / rpp; ++pass) {
-      if (cp.active && copy_row + pass * rpp < n) platform::async_copy_sized<unit>(d + pass * rpp * C::pitch, src, cp.bytes);
-      src += step;
+      if (n < G && copy_row + pass * rpp >= n) continue;
+      const char* src = head + static_cast<int64_t>(j0 + copy_row + pass * rpp) * nb1 + cp.lane_offset;
+      const platform::async_destination dp = d + pass * rpp * C::pitch + unit * copy_unit;
+      TURBO3_UNROLL
+      for (int u = 0; u + 1 < per_lane; ++u) platform::async_copy<unit>(dp + u * stride, src + u * stride);
+      if (cp.last)
+        platform::async_copy_sized<unit>(dp + (per_lane - 1) * stride, src + (per_lane - 1) * stride, cp.last_bytes);
     }
   };
   // The copy unit is a template constant of each copy of the group loop (run_groups below), so the
@@ -199,20 +202,18 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
   auto copy_rows = [&](auto unit_c, int dst_offset, const char* head, int64_t nb1, const copy_plan& cp, int j0, int n) {
     constexpr int unit = decltype(unit_c)::value;
     if constexpr (unit == 8 || unit == 4) {
-      copy_units(unit_c, std::integral_constant<int, C::rows_per_pass(unit)>{}, ring_dst + dst_offset, head, nb1, cp,
-                 j0, n);
+      copy_units(unit_c, ring_dst + dst_offset, head, nb1, cp, j0, n);
     } else {
       unsigned char* dst = ring + dst_offset;
-      // copy_row and copy_unit, with the 4-byte geometry as constants
-      for (int r = lane / C::lanes_per_row(4); r < n; r += C::rows_per_pass(4)) {
+      for (int r = lane / C::lanes_per_row_2; r < n; r += C::rows_per_pass_2) {
         const uint16_t* src = reinterpret_cast<const uint16_t*>(head + static_cast<int64_t>(j0 + r) * nb1);
         uint16_t* d = reinterpret_cast<uint16_t*>(dst + r * C::pitch);
-        for (int c = lane % C::lanes_per_row(4); c < C::row_bytes / 2; c += C::lanes_per_row(4)) d[c] = src[c];
+        for (int c = lane % C::lanes_per_row_2; c < C::row_bytes / 2; c += C::lanes_per_row_2) d[c] = src[c];
       }
     }
   };
   // This warp's group i into the ring slot at byte offset `slot` (that of slot i % stages).
-  auto stage = [&](auto unit_c, int i, int slot) {
+  auto stage = [&](auto unit_c, const copy_plan& k_copy, const copy_plan& v_copy, int i, int slot) {
     if (i < my_groups) {
       const int j0 = group_start(i);
       const int n = min(G, range_end - j0);
@@ -249,12 +250,15 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
     for (int i = 0; i < 4; ++i) acc[m][i] = 0.0f;
 
   auto run_groups = [&](auto unit_c) {
+    constexpr int copy_size = decltype(unit_c)::value == 2 ? 4 : decltype(unit_c)::value;  // 2: plans unused
+    const copy_plan k_copy = make_copy_plan(std::integral_constant<int, copy_size>{}, k_shift);
+    const copy_plan v_copy = make_copy_plan(std::integral_constant<int, copy_size>{}, v_shift);
     TURBO3_UNROLL
-    for (int i = 0; i < C::stages - 1; ++i) stage(unit_c, i, i * C::stage_bytes);
+    for (int i = 0; i < C::stages - 1; ++i) stage(unit_c, k_copy, v_copy, i, i * C::stage_bytes);
 
     int use_slot = 0, fill_slot = (C::stages - 1) * C::stage_bytes;  // ring offsets of groups i and i + stages - 1
     for (int i = 0; i < my_groups; ++i) {
-      stage(unit_c, i + C::stages - 1, fill_slot);
+      stage(unit_c, k_copy, v_copy, i + C::stages - 1, fill_slot);
       fill_slot = next_slot(fill_slot);
       platform::async_wait<C::stages - 1>();
       platform::sync_warp();
@@ -270,7 +274,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
       for (int b = 0; b < C::blocks; ++b) {
         const int keys[4] = {2 * t, 2 * t + 1, 2 * t + 8, 2 * t + 9};
         TURBO3_UNROLL
-        for (int k = 0; k < 4; ++k) v_raw[b][k] = L::load_raw(v_tile + keys[k] * C::pitch, 8 * b + g);
+        for (int k = 0; k < 4; ++k) v_raw[b][k] = L::load_raw(v_tile + keys[k] * C::pitch, b, g);
       }
 
       // ---- scores S (16 keys x 8 rows); rows past n hold stale bytes and are masked below --------
@@ -283,8 +287,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
         TURBO3_UNROLL
         for (int h = 0; h < 2; ++h) {
           uint32_t ha[8], hb[8];
-          L::decode_half2(L::load_raw(row_a, 8 * b + t + 4 * h), lut, ha);
-          L::decode_half2(L::load_raw(row_b, 8 * b + t + 4 * h), lut, hb);
+          L::decode_half2(L::load_raw(row_a, b, t + 4 * h), lut, ha);
+          L::decode_half2(L::load_raw(row_b, b, t + 4 * h), lut, hb);
           TURBO3_UNROLL
           for (int k = 0; k < 4; ++k) {
             const uint32_t frag[4] = {ha[2 * k], hb[2 * k], ha[2 * k + 1], hb[2 * k + 1]};
@@ -342,24 +346,13 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
           m_new = fmaxf(m_run[e], mx);
           alpha[e] = m_new == -INFINITY ? 1.0f : platform::exp2_fast(m_run[e] - m_new);
         }
-        p[e] = s[e] == -INFINITY ? 0.0f : platform::exp2_fast(s[e] - m_new);
-        p[e + 2] = s[e + 2] == -INFINITY ? 0.0f : platform::exp2_fast(s[e + 2] - m_new);
+        const float m_ref = m_new == -INFINITY ? 0.0f : m_new;  // no visible key yet: exp2(-inf) = 0
+        p[e] = platform::exp2_fast(s[e] - m_ref);
+        p[e + 2] = platform::exp2_fast(s[e + 2] - m_ref);
         l_run[e] = l_run[e] * alpha[e] + p[e] + p[e + 2];
         m_run[e] = m_new;
       }
 
-      // ---- P^T per V block (p * norm), transposed through the warp's own shared memory ----------
-      const char* v_row_a = v_tile + g * C::pitch;
-      const char* v_row_b = v_row_a + 8 * C::pitch;
-      TURBO3_UNROLL
-      for (int b = 0; b < C::blocks; ++b) {
-        const float na = g < n ? L::scale(v_row_a, b) : 0.0f, nb = g + 8 < n ? L::scale(v_row_b, b) : 0.0f;
-        float* w = w_s + b * G * NR;
-        w[g * NR + 2 * t] = p[0] * na;
-        w[g * NR + 2 * t + 1] = p[1] * na;
-        w[(g + 8) * NR + 2 * t] = p[2] * nb;
-        w[(g + 8) * NR + 2 * t + 1] = p[3] * nb;
-      }
       if (update && platform::any_in_warp(alpha[0] != 1.0f || alpha[1] != 1.0f)) {  // rare once the maxima settle
         TURBO3_UNROLL
         for (int m = 0; m < C::m_tiles; ++m) {
@@ -369,13 +362,16 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
           acc[m][3] *= alpha[1];
         }
       }
-      platform::sync_warp();
+      // ---- P^T per V block (p * norm): each 8-key half of the score fragment, as fp16, is an 8 x 8
+      // matrix in the layout movmatrix transposes into the B operand (keys 2t, 2t+1 of row g) -----
+      const char* v_row_a = v_tile + g * C::pitch;
+      const char* v_row_b = v_row_a + 8 * C::pitch;
       uint32_t pb[C::blocks][2];
       TURBO3_UNROLL
       for (int b = 0; b < C::blocks; ++b) {
-        const float* w = w_s + b * G * NR + g;
-        pb[b][0] = platform::pack_half2(w[(2 * t) * NR], w[(2 * t + 1) * NR]);
-        pb[b][1] = platform::pack_half2(w[(2 * t + 8) * NR], w[(2 * t + 9) * NR]);
+        const float na = g < n ? L::scale(v_row_a, b) : 0.0f, nb = g + 8 < n ? L::scale(v_row_b, b) : 0.0f;
+        pb[b][0] = platform::transpose_8x8_b16(platform::pack_half2(p[0] * na, p[1] * na));
+        pb[b][1] = platform::transpose_8x8_b16(platform::pack_half2(p[2] * nb, p[3] * nb));
       }
 
       // ---- values: O^T (dims x 8 rows) += V^T (dims x 16 keys) P^T; stale rows carry weight 0 -----
@@ -398,7 +394,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
           platform::mma_m16n8k16(acc[8 * b + k], frag, pb[b]);
         }
       }
-      platform::sync_warp();  // the ring slot and w_s are rewritten by a later step
+      platform::sync_warp();  // the ring slot is rewritten by a later step
     }
   };
   if (row_unit == 8) run_groups(std::integral_constant<int, 8>{});

@@ -84,6 +84,15 @@ struct turbo3_loader {
     const int q = c & 7;
     return {platform::join_halves(b[1 + 2 * q], b[2 + 2 * q]), b[17 + q]};
   }
+  // The same for chunk q (0..7) of block `block`, for callers whose q is a lane's small index: the
+  // block's offset stays a constant and q's an offset of its own, so the loads of a row share one
+  // base address (with c = 8 * block + q the compiler cannot split c and multiplies per load).
+  TURBO3_DEVICE TURBO3_FORCEINLINE static raw_chunk load_raw(const char* row, int block, int q) {
+    const char* b = row + block * static_cast<int>(block_bytes);
+    const uint16_t* qs = reinterpret_cast<const uint16_t*>(b + offsetof(block_turbo3, qs) + 4 * q);
+    const uint16_t* signs = reinterpret_cast<const uint16_t*>(b + offsetof(block_turbo3, signs) + 2 * q);
+    return {platform::join_halves(qs[0], qs[1]), signs[0]};
+  }
 
   TURBO3_DEVICE TURBO3_FORCEINLINE static void decode(const raw_chunk& raw, const turbo3_lut& lut,
                                                      float out[chunk_values]) {

@@ -37,6 +37,21 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_m16n8k16(float c[4], const uint32_t a[
 #endif
 }
 
+// The transpose of an 8 x 8 matrix of 16-bit elements held one row pair per lane (lane (g, t) holds
+// M[g][2t, 2t+1]): lane (g, t) receives M[2t][g] (low half) and M[2t+1][g]. A score fragment's
+// 8 x 8 quarter thus becomes the operand fragment of its transpose without shared memory.
+TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t transpose_8x8_b16(uint32_t m) {
+#if defined(TURBO3_PLATFORM_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
+  uint32_t r;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(r) : "r"(m));
+  return r;
+#else
+  (void)m;
+  __builtin_trap();  // never launched: has_mma_m16n8k16 routes these targets elsewhere
+  return 0;
+#endif
+}
+
 // Two floats to a packed fp16 pair (round to nearest even), low half first.
 TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t pack_half2(float lo, float hi) {
 #if defined(TURBO3_PLATFORM_CUDA)
