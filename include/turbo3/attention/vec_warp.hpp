@@ -65,22 +65,21 @@ struct vec_warp_config {
   static constexpr int pitch_words_min = (row_bytes + 6 + 3) / 4;
   static constexpr int pitch = 4 * (pitch_words_min + (12 - pitch_words_min % 8) % 8);
   static_assert(pitch % 32 == 16 && pitch / 4 >= pitch_words_min, "conflict-free pitch");
-  // Copies of `unit` bytes (8 or 4): the units a row touches at most (it starts up to unit - 2
-  // bytes into its first one) and at least. Four lanes per row, eight rows per pass: lane q of a
-  // row copies its units q, q + 4, q + 8, ..., all at constant offsets from one source address,
-  // of which only the last may be partial or past the row.
-  TURBO3_HD static constexpr int max_row_units(int unit) { return (row_bytes + unit - 2 + unit - 1) / unit; }
+  // Copies of `unit` bytes (8 or 4), 16 / unit lanes per row: lane q of a row copies its units q,
+  // q + lanes, ..., at constant offsets from one source address, as many as cover a row from any
+  // start (up to 6 bytes into its first unit) and all inside the row's slot; all whole but the
+  // last, which holds the row's end, or part of it, or nothing (then it is zero-filled and nothing
+  // is read).
+  TURBO3_HD static constexpr int copy_lanes_per_row(int unit) { return 16 / unit; }
+  TURBO3_HD static constexpr int copy_rows_per_pass(int unit) { return 32 / copy_lanes_per_row(unit); }
+  static constexpr int units_per_lane = (row_bytes + 6 + 15) / 16;
   TURBO3_HD static constexpr int min_row_units(int unit) { return (row_bytes + unit - 1) / unit; }
-  static constexpr int copy_lanes_per_row = 4;
-  static constexpr int copy_rows_per_pass = 32 / copy_lanes_per_row;
-  TURBO3_HD static constexpr int units_per_lane(int unit) {
-    return (max_row_units(unit) + copy_lanes_per_row - 1) / copy_lanes_per_row;
-  }
   TURBO3_HD static constexpr bool only_last_unit_partial(int unit) {
-    return copy_lanes_per_row - 1 + copy_lanes_per_row * (units_per_lane(unit) - 2) < min_row_units(unit) - 1;
+    return copy_lanes_per_row(unit) - 1 + copy_lanes_per_row(unit) * (units_per_lane - 2) < min_row_units(unit) - 1;
   }
   static_assert(only_last_unit_partial(8) && only_last_unit_partial(4), "a lane's earlier units are whole");
-  static_assert(8 * max_row_units(8) <= pitch && 4 * max_row_units(4) <= pitch, "units stay inside a row's slot");
+  static_assert(16 * units_per_lane <= pitch, "a row's units stay inside its slot");
+  TURBO3_HD static constexpr int max_row_units(int unit) { return (row_bytes + unit - 2 + unit - 1) / unit; }
   // 2-byte copies (ordinary loads): one lane per 4-byte unit of a row, rows_per_pass_2 rows per pass.
   static constexpr int lanes_per_row_2 = max_row_units(4) > 16 ? 32 : max_row_units(4) > 8 ? 16 : 8;
   static constexpr int rows_per_pass_2 = 32 / lanes_per_row_2;
@@ -100,7 +99,7 @@ struct vec_warp_config {
   static constexpr int early_v_blocks = blocks == 2 ? 1 : 0;
   static_assert(vec_warp_head_dim(D), "turbo3 VEC on matrix instructions covers D = 128 and 256");
   static_assert(max_row_units(4) <= 32, "one row per warp pass at most");
-  static_assert(group % copy_rows_per_pass == 0, "whole passes per group");
+  static_assert(group % copy_rows_per_pass(8) == 0 && group % copy_rows_per_pass(4) == 0, "whole passes per group");
   static_assert(vec_threads % 32 == 0, "whole warps");
   static_assert(vec_warp_split_keys == group * n_warps, "a split unit is one group per warp");
 };
@@ -157,41 +156,46 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
   const int unit_mask = row_unit == 8 ? 6 : row_unit == 4 ? 2 : 0;
   const int k_shift = static_cast<int>(reinterpret_cast<uintptr_t>(x.k_head) & unit_mask);
   const int v_shift = static_cast<int>(reinterpret_cast<uintptr_t>(x.v_head) & unit_mask);
-  // Lane q of row r of a pass (8- and 4-byte copies): r = lane / 4, q = lane % 4; it copies units
-  // q, q + 4, ... of its row, all whole but the last, whose part inside the row is fixed for the
-  // whole kernel. Rows j0 .. j0+n-1 go to row r * pitch + shift.
-  const int copy_unit = lane % C::copy_lanes_per_row, copy_row = lane / C::copy_lanes_per_row;
+  // What lane q of a row copies of it (8- and 4-byte copies) is fixed for the whole kernel. Rows
+  // j0 .. j0+n-1 go to row r * pitch + shift.
   struct copy_plan {
     int lane_offset;  // of the lane's first unit from the row's start: unit * q - shift
-    bool last;        // the lane's last unit holds bytes of the row
+    int last_offset;  // of the source of its last unit from its first (0 where that unit reads nothing)
     int last_bytes;   // of that unit, read from the cache (the rest is zero-filled)
   };
   auto make_copy_plan = [&](auto unit_c, int shift) {
-    constexpr int unit = decltype(unit_c)::value;
+    constexpr int unit = decltype(unit_c)::value, lanes = C::copy_lanes_per_row(unit);
+    const int q = lane % lanes;
     const int span = C::row_bytes + shift;  // bytes from the first unit's start to the row's end
-    const int units = (span + unit - 1) / unit;
-    const int last_unit = copy_unit + C::copy_lanes_per_row * (C::units_per_lane(unit) - 1);
-    return copy_plan{unit * copy_unit - shift, last_unit < units,
-                     last_unit == units - 1 ? span - unit * (units - 1) : unit};
+    const int last_bytes = min(max(span - unit * (q + lanes * (C::units_per_lane - 1)), 0), unit);
+    return copy_plan{unit * q - shift, last_bytes > 0 ? 16 * (C::units_per_lane - 1) : 0, last_bytes};
   };
-  const platform::async_destination ring_dst = platform::async_destination_of(ring) + copy_row * C::pitch;
-  // Per pass, one source address per lane and its copies at constant offsets from it. H200,
-  // twenty-sixth session: no faster than one lane per unit of a row (D = 256, depth 131072: 134.2
-  // and 134.6 us); the compiler still spends about 140 instructions per 16-key group on K's and V's
-  // staging (per-pass branches for a partial group, the last unit's size recomputed per pass).
-  auto copy_units = [&](auto unit_c, const platform::async_destination d, const char* head, int64_t nb1,
-                        const copy_plan& cp, int j0, int n) {
-    constexpr int unit = decltype(unit_c)::value, per_lane = C::units_per_lane(unit);
-    constexpr int rpp = C::copy_rows_per_pass, stride = unit * C::copy_lanes_per_row;
-    TURBO3_UNROLL
-    for (int pass = 0; pass < G / rpp; ++pass) {
-      if (n < G && copy_row + pass * rpp >= n) continue;
-      const char* src = head + static_cast<int64_t>(j0 + copy_row + pass * rpp) * nb1 + cp.lane_offset;
-      const platform::async_destination dp = d + pass * rpp * C::pitch + unit * copy_unit;
+  // Per pass, one source address per lane and its copies at constant offsets from it; a full group
+  // (warp-uniform) takes one branch-free path, a partial one (a split's last) another. H200,
+  // twenty-sixth session: one lane per unit, and then four lanes per row with a branch per pass,
+  // both took about 140 instructions per 16-key group for K's and V's staging; this form and the
+  // batched loads of merge_splits_if_last together: D = 256 4.8% faster at depth 131072.
+  auto copy_units = [&](auto unit_c, int dst_offset, const char* head, int64_t nb1, const copy_plan& cp, int j0,
+                        int n) {
+    constexpr int unit = decltype(unit_c)::value, lanes = C::copy_lanes_per_row(unit);
+    constexpr int rpp = C::copy_rows_per_pass(unit), per_lane = C::units_per_lane;
+    const int row = lane / lanes;
+    const platform::async_destination d =
+        platform::async_destination_of(ring) + dst_offset + row * C::pitch + unit * (lane % lanes);
+    auto copy_pass = [&](int pass) {
+      const char* src = head + static_cast<int64_t>(j0 + row + pass * rpp) * nb1 + cp.lane_offset;
+      const platform::async_destination dp = d + pass * rpp * C::pitch;
       TURBO3_UNROLL
-      for (int u = 0; u + 1 < per_lane; ++u) platform::async_copy<unit>(dp + u * stride, src + u * stride);
-      if (cp.last)
-        platform::async_copy_sized<unit>(dp + (per_lane - 1) * stride, src + (per_lane - 1) * stride, cp.last_bytes);
+      for (int u = 0; u + 1 < per_lane; ++u) platform::async_copy<unit>(dp + 16 * u, src + 16 * u);
+      platform::async_copy_sized<unit>(dp + 16 * (per_lane - 1), src + cp.last_offset, cp.last_bytes);
+    };
+    if (n == G) {
+      TURBO3_UNROLL
+      for (int pass = 0; pass < G / rpp; ++pass) copy_pass(pass);
+    } else {
+      TURBO3_UNROLL
+      for (int pass = 0; pass < G / rpp; ++pass)
+        if (row + pass * rpp < n) copy_pass(pass);
     }
   };
   // The copy unit is a template constant of each copy of the group loop (run_groups below), so the
@@ -202,7 +206,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
   auto copy_rows = [&](auto unit_c, int dst_offset, const char* head, int64_t nb1, const copy_plan& cp, int j0, int n) {
     constexpr int unit = decltype(unit_c)::value;
     if constexpr (unit == 8 || unit == 4) {
-      copy_units(unit_c, ring_dst + dst_offset, head, nb1, cp, j0, n);
+      copy_units(unit_c, dst_offset, head, nb1, cp, j0, n);
     } else {
       unsigned char* dst = ring + dst_offset;
       for (int r = lane / C::lanes_per_row_2; r < n; r += C::rows_per_pass_2) {

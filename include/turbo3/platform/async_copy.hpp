@@ -68,9 +68,9 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void async_copy2_of4(async_destination dst, con
 #endif
 }
 
-// The first `bytes` (2..Bytes, even) of a Bytes-sized unit from global, the rest zero-filled: a
-// row's last partial unit is copied without reading past the row. Bytes = 4 or 8; both addresses
-// aligned to Bytes.
+// The first `bytes` (0..Bytes, even) of a Bytes-sized unit from global, the rest zero-filled: a
+// row's last partial unit is copied without reading past the row (0: nothing is read, the unit is
+// zeroed). Bytes = 4 or 8; both addresses aligned to Bytes.
 template <int Bytes>
 TURBO3_DEVICE TURBO3_FORCEINLINE void async_copy_sized(async_destination dst, const void* global_src, int bytes) {
   static_assert(Bytes == 4 || Bytes == 8, "cp.async sizes with a source size");
