@@ -80,7 +80,9 @@ struct vec_warp_config {
   static_assert(only_last_unit_partial(8) && only_last_unit_partial(4), "a lane's earlier units are whole");
   static_assert(16 * units_per_lane <= pitch, "a row's units stay inside its slot");
   TURBO3_HD static constexpr int max_row_units(int unit) { return (row_bytes + unit - 2 + unit - 1) / unit; }
-  // 2-byte copies (ordinary loads): one lane per 4-byte unit of a row, rows_per_pass_2 rows per pass.
+  // 2-byte copies (ordinary loads): lanes_per_row_2 lanes per row (as many as its 4-byte units,
+  // rounded up to a power of two), each copying every lanes_per_row_2-th half word of it; rows_per_pass_2
+  // rows per pass.
   static constexpr int lanes_per_row_2 = max_row_units(4) > 16 ? 32 : max_row_units(4) > 8 ? 16 : 8;
   static constexpr int rows_per_pass_2 = 32 / lanes_per_row_2;
   static constexpr int tile_bytes = group * pitch;       // one group of K (or V) rows
