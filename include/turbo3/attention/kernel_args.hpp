@@ -95,6 +95,9 @@ struct attention_args : attention_views {
   // Kernels that merge their own splits: one counter per (seq, kv_block, q_tile), zero at launch.
   // nullptr: the combine kernel merges them.
   unsigned* split_counters;
+  // Kernels that hand out their keys at run time (the warp variant): one counter per (seq,
+  // kv_block, q_tile) of the chunks claimed so far, zero at launch; nullptr otherwise.
+  unsigned* work_counters;
   int ncols;            // queries per work-group
   int q_tiles;          // ceil(n_q / ncols)
   int n_splits, tiles_per_split;

@@ -115,11 +115,13 @@ struct vec_plan {
   int tiles_per_split = 1;
   size_t partial_floats = 0;
   int split_counters = 0;  // kernels that merge their own splits (the warp variant): one per work-group row set
+  int work_counters = 0;   // kernels that claim their keys at run time (the warp variant): one per row set
 };
 
-// Workspace of a VEC call: the partials, then the split counters.
+// Workspace of a VEC call: the partials, then the split counters and the work counters.
 inline size_t vec_workspace_bytes(const vec_plan& plan) {
-  return plan.partial_floats * sizeof(float) + static_cast<size_t>(plan.split_counters) * sizeof(unsigned);
+  return plan.partial_floats * sizeof(float) +
+         static_cast<size_t>(plan.split_counters + plan.work_counters) * sizeof(unsigned);
 }
 
 // ---- dispatch from run-time head dim, types and rows to the template instantiations ----------
@@ -268,6 +270,7 @@ inline vec_plan make_vec_plan(const attention_params& p, const launch_options& o
   plan.n_splits = (n_tiles + plan.tiles_per_split - 1) / plan.tiles_per_split;
   plan.partial_floats = static_cast<size_t>(base_blocks) * plan.n_splits * plan.rows * (plan.head_dim + 2);
   plan.split_counters = plan.variant == vec_variant::warp ? static_cast<int>(base_blocks) : 0;
+  plan.work_counters = plan.split_counters;
   return plan;
 }
 
@@ -306,10 +309,11 @@ inline bool launch_vec(const attention_params& p, attention_args a, const vec_pl
   a.n_splits = plan.n_splits;
   a.tiles_per_split = plan.tiles_per_split;
   a.partial = static_cast<float*>(workspace);
-  a.split_counters = plan.split_counters > 0 ? reinterpret_cast<unsigned*>(a.partial + plan.partial_floats) : nullptr;
-  if (a.split_counters &&
-      hipMemsetAsync(a.split_counters, 0, static_cast<size_t>(plan.split_counters) * sizeof(unsigned), stream) != hipSuccess)
-    return false;
+  unsigned* const counters = reinterpret_cast<unsigned*>(a.partial + plan.partial_floats);
+  a.split_counters = plan.split_counters > 0 ? counters : nullptr;
+  a.work_counters = plan.work_counters > 0 ? counters + plan.split_counters : nullptr;
+  const size_t counter_bytes = static_cast<size_t>(plan.split_counters + plan.work_counters) * sizeof(unsigned);
+  if (counter_bytes > 0 && hipMemsetAsync(counters, 0, counter_bytes, stream) != hipSuccess) return false;
   with_vec_head_dim(plan.head_dim,
                     [&](auto d) { launch_vec_dim<decltype(d)::value>(a, plan, p.k.type, p.v.type, stream); });
   return hipGetLastError() == hipSuccess;

@@ -121,10 +121,19 @@ struct vec_context {
   const char* v_head;
 };
 
-TURBO3_DEVICE TURBO3_FORCEINLINE vec_context make_vec_context(const attention_args& a, int head_splits) {
+// kv_blocks_first: work-groups in launch order take the KV blocks of a split before the next split
+// (the grid stays splits x KV blocks), so the first work-group each multiprocessor receives and
+// the second are spread over every KV block alike.
+TURBO3_DEVICE TURBO3_FORCEINLINE vec_context make_vec_context(const attention_args& a, int head_splits,
+                                                             bool kv_blocks_first = false) {
   vec_context x;
   x.split = static_cast<int>(blockIdx.x);
   x.kv_block = static_cast<int>(blockIdx.y);  // kv head x head split
+  if (kv_blocks_first) {
+    const int in_plane = static_cast<int>(blockIdx.x + blockIdx.y * gridDim.x);
+    x.kv_block = in_plane % static_cast<int>(gridDim.y);
+    x.split = in_plane / static_cast<int>(gridDim.y);
+  }
   x.kv_head = x.kv_block / head_splits;
   x.head_split = x.kv_block % head_splits;
   x.heads_per_block = a.gqa / head_splits;

@@ -2,8 +2,9 @@
 //
 // The block-synchronous VEC kernels stall on their loads: every tile passes three work-group
 // barriers, so no warp runs ahead and the loads of one tile never overlap the math of another.
-// Here each warp takes every n_warps-th group of 16 keys of the work-group's split and does
-// everything for it alone: it stages the group's raw K and V bytes into its own shared-memory
+// Here each warp takes chunks of 16-key groups of its row set (the first fixed, the rest claimed
+// from a counter that every work-group of the row set shares, so the work ends evenly) and does
+// everything for a group alone: it stages the group's raw K and V bytes into its own shared-memory
 // ring with asynchronous copies (stages - 1 groups ahead), computes the 16 x 8 score fragment
 // (keys x query rows) with m16n8k16 multiply-adds on fp16 levels produced by byte permutes, runs
 // the online softmax in registers, and accumulates O^T (dims x rows) += V^T P^T with a second set
@@ -37,8 +38,11 @@ inline constexpr int vec_warp_rows = 8;  // the fragment's N
 // 131072: 148 -> 145 us with the cap lifted). Now 194 registers at D = 256 (2 fit), 160-168 at 128 (3).
 inline constexpr int vec_warp_min_blocks = 2;
 // Keys per unit of a split (one 16-key group per warp): finer than vec_tile, so short contexts
-// still spread over a full wave of work-groups.
+// still spread over a full wave of work-groups. The split count sets how many work-groups share a
+// row set; which keys each takes is decided at run time, in chunks of vec_warp_chunk_groups groups
+// (at least 2: a warp holds the chunks of its two newest ring slots).
 inline constexpr int vec_warp_split_keys = 64;
+inline constexpr int vec_warp_chunk_groups = 2;
 
 TURBO3_HD constexpr bool vec_warp_head_dim(int d) { return d == 128 || d == 256; }
 
@@ -87,8 +91,15 @@ struct vec_warp_config {
   static constexpr int rows_per_pass_2 = 32 / lanes_per_row_2;
   static constexpr int tile_bytes = group * pitch;       // one group of K (or V) rows
   static constexpr int stage_bytes = 2 * tile_bytes;     // K, then V
-  static constexpr int staging_bytes = n_warps * stages * stage_bytes;
-  static constexpr int query_bytes = 2 * NR * D * 4;     // Q rows and the rotation's scratch
+  // The ring is [stage][warp]: every warp's first slot comes first, so the Q rows can sit in the
+  // later slots while the first groups land.
+  static constexpr int ring_stride = n_warps * stage_bytes;  // from a warp's slot to its next
+  static constexpr int staging_bytes = stages * ring_stride;
+  // Q rows in fp32 while they are rotated, q_pitch floats apart (4 mod 32 words: the fragment
+  // loads of rows g and g + 1 fall on different banks).
+  static constexpr int q_pitch = D + 4;
+  static constexpr int query_bytes = NR * q_pitch * 4;
+  static_assert(query_bytes <= (stages - 1) * ring_stride, "Q fits in the ring's later slots");
   static constexpr int merge_bytes = n_warps * NR * (D + 2) * 4;
   static constexpr int max2(int x, int y) { return x > y ? x : y; }
   static constexpr int smem_bytes =
@@ -105,6 +116,33 @@ struct vec_warp_config {
   static_assert(vec_threads % 32 == 0, "whole warps");
   static_assert(vec_warp_split_keys == group * n_warps, "a split unit is one group per warp");
 };
+
+// The work-group's Q rows into q_nat [NR][q_pitch], prescaled and rotated (turbo3 K), in natural
+// order; padding rows zero. Every load of a thread goes out before the first store (load_queries
+// loops over loads and shared stores), and the rows need no permuted copy: the fragments pick their
+// slots' values. Ends with a barrier.
+template <class C>
+TURBO3_DEVICE void load_warp_queries(const attention_args& a, const vec_context& x, float* q_nat, int tid) {
+  constexpr int NR = C::NR, D = C::blocks * block_values, per_row = D / vec_threads;
+  static_assert(D % vec_threads == 0, "whole passes per row");
+  float v[NR][per_row];
+  TURBO3_UNROLL
+  for (int r = 0; r < NR; ++r) {
+    const vec_row row = vec_row_of(a, r, x.kv_head, x.head_split, x.q_tile, x.heads_per_block);
+    const bool on = r < x.active_rows && row.query >= 0;
+    const char* src = a.q + static_cast<int64_t>(on ? row.query : 0) * a.q_nb1 + static_cast<int64_t>(on ? row.head : 0) * a.q_nb2 +
+                      static_cast<int64_t>(x.seq) * a.q_nb3;
+    TURBO3_UNROLL
+    for (int k = 0; k < per_row; ++k) v[r][k] = on ? load_q_value(a, src, k * vec_threads + tid) * a.q_prescale : 0.0f;
+  }
+  TURBO3_UNROLL
+  for (int r = 0; r < NR; ++r)
+    TURBO3_UNROLL
+    for (int k = 0; k < per_row; ++k) q_nat[r * C::q_pitch + k * vec_threads + tid] = v[r][k];
+  platform::sync_threads();
+  // Only the rows that hold a query: padding rows are zeros, which the rotation keeps.
+  if (a.rotate_q) rotate_rows_shared<false, C::blocks>(q_nat, x.active_rows, C::q_pitch, tid, vec_threads);
+}
 
 // Rows are staged in units of `row_unit` bytes (vec_row_unit: the largest of 8 and 4 that divides
 // both row strides, so every row of a head has the same alignment to it), with asynchronous copies
@@ -123,37 +161,46 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
 
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
-  const vec_context x = make_vec_context(a, head_splits);
+  const vec_context x = make_vec_context(a, head_splits, true);
   const int row_unit = vec_row_unit(a.k_nb1, a.v_nb1);
   // The lookup tables stay kernel arguments: kept in registers (lut_in_registers) the kernel issues
   // 3% fewer instructions and is no faster (H200: D = 256 143 -> 143-144 us, D = 128 78 -> 80 us).
   const turbo3_lut& lut = a.lut;
 
-  // ---- Q fragments (B operand of the scores): row g, chunk 8b+t+4h, k-step k, in registers (the
-  // kernel is compiled for 2 work-groups per SM, so the 32 registers they take at D = 256 are free;
-  // in shared memory they cost 16 loads per group) -------------------------------------------------
-  uint2 q_frag[C::q_frags];
-  {
-    float* q_s = reinterpret_cast<float*>(smem);
-    load_queries<D, L, NR>(a, x, q_s, q_s + NR * D, tid);
-    TURBO3_UNROLL
-    for (int f = 0; f < C::q_frags; ++f) {
-      const int b = f / 8, h = (f / 4) % 2, k = f % 4;
-      const float* q = q_s + g * D + (8 * b + t + 4 * h) * kv::chunk_values + 4 * k;
-      q_frag[f] = make_uint2(platform::pack_half2(q[0], q[1]), platform::pack_half2(q[2], q[3]));
+  // ---- this warp's keys: chunks of CG groups, the first fixed, the rest claimed at run time ----
+  // Every warp of every split of these rows takes chunks of the keys [0, kv_end) until none is
+  // left, so a warp that runs slower (the other work-group of its multiprocessor issues first)
+  // takes fewer instead of holding up the end. The first chunk of warp w of split s is chunk
+  // s * n_warps + w (so group 0 is staged before the Q work); later ones are n_splits * n_warps
+  // plus a counter per row set. Lane 0 claims the next chunk as the current one is staged, so
+  // the atomic's latency hides behind CG groups of math. A warp's chunk ids only grow: once a
+  // group starts at or past kv_end, every later one does. With make_vec_context's KV blocks first
+  // in launch order, every row set has as many first as second work-groups of a multiprocessor.
+  // H200, twenty-seventh session, D = 256 at depth 131072 (with load_warp_queries and group 0
+  // staged before Q): the work-groups' loop ends spread over 104-111 us (89-117 us with a fixed
+  // range per split), 126.7 -> 120.6 us. Claims by row set in head-major launch order (twelfth
+  // session) gained nothing: the second work-groups of the SMs then all served the same heads.
+  constexpr int CG = vec_warp_chunk_groups;
+  static_assert(CG >= 2 && C::stages - 1 <= CG, "two chunk ids cover the groups staged ahead");
+  const int blocks_per_seq = a.n_head_kv * head_splits;
+  unsigned* const work_counter =
+      a.work_counters + (static_cast<size_t>(x.seq) * blocks_per_seq + x.kv_block) * a.q_tiles + x.q_tile;
+  unsigned claimed = 0;  // lane 0: the counter's value for the warp's next chunk
+  if (lane == 0) claimed = platform::atomic_add(work_counter, 1u);
+  const int first_claimed = a.n_splits * C::n_warps;
+  int chunk_even = x.split * C::n_warps + warp, chunk_odd = 0;  // ids of the warp's chunks 2k and 2k + 1
+  auto group_start = [&](int i) { return ((i / CG) & 1 ? chunk_odd : chunk_even) * (CG * G) + (i % CG) * G; };
+  // At the staging of group i: the first group of a chunk takes the claimed id and claims the next.
+  auto take_chunk = [&](int i) {
+    if (i > 0 && i % CG == 0) {
+      const int id = first_claimed + static_cast<int>(platform::shfl(claimed, 0));
+      if ((i / CG) & 1) chunk_odd = id;
+      else chunk_even = id;
+      if (lane == 0) claimed = platform::atomic_add(work_counter, 1u);
     }
-    platform::sync_threads();  // the staging ring reuses q_s
-  }
+  };
+  unsigned char* ring = smem + warp * C::stage_bytes;  // slot k at k * ring_stride
 
-  // ---- this warp's groups: warp, warp + n_warps, ... of the split's key range -----------------
-  // Splits count in units of vec_warp_split_keys (one group per warp), not of vec_tile.
-  const int range_begin = x.split * a.tiles_per_split * vec_warp_split_keys;
-  const int range_end = min(range_begin + a.tiles_per_split * vec_warp_split_keys, x.kv_end);
-  const int n_groups = range_end > range_begin ? (range_end - range_begin + G - 1) / G : 0;
-  const int my_groups = n_groups > warp ? (n_groups - warp + C::n_warps - 1) / C::n_warps : 0;
-  unsigned char* ring = smem + warp * C::stages * C::stage_bytes;
-
-  auto group_start = [&](int i) { return range_begin + (warp + i * C::n_warps) * G; };
   // Where a row starts inside its first copy unit (the same for every row of a head).
   const int unit_mask = row_unit == 8 ? 6 : row_unit == 4 ? 2 : 0;
   const int k_shift = static_cast<int>(reinterpret_cast<uintptr_t>(x.k_head) & unit_mask);
@@ -220,15 +267,16 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
   };
   // This warp's group i into the ring slot at byte offset `slot` (that of slot i % stages).
   auto stage = [&](auto unit_c, const copy_plan& k_copy, const copy_plan& v_copy, int i, int slot) {
-    if (i < my_groups) {
-      const int j0 = group_start(i);
-      const int n = min(G, range_end - j0);
+    take_chunk(i);
+    const int j0 = group_start(i);
+    if (j0 < x.kv_end) {
+      const int n = min(G, x.kv_end - j0);
       copy_rows(unit_c, slot, x.k_head, a.k_nb1, k_copy, j0, n);
       copy_rows(unit_c, slot + C::tile_bytes, x.v_head, a.v_nb1, v_copy, j0, n);
     }
     platform::async_commit();  // one group per step, empty or not, so the wait count stays exact
   };
-  auto next_slot = [](int slot) { return slot + C::stage_bytes == C::stages * C::stage_bytes ? 0 : slot + C::stage_bytes; };
+  auto next_slot = [](int slot) { return slot + C::ring_stride == C::staging_bytes ? 0 : slot + C::ring_stride; };
 
   // The rows this lane's score and value fragments touch: 2t and 2t+1. Keys j < key_limit[e] may be
   // visible to row 2t+e (the split's range and the causal diagonal; none for a padding row), so the
@@ -242,7 +290,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
     const vec_row_info info =
         vec_row_info_of(a, vec_row_of(a, 2 * t + e, x.kv_head, x.head_split, x.q_tile, x.heads_per_block), x.seq);
     const int diagonal = info.query + a.n_kv - a.n_q + 1;  // key j is visible to query i iff j < i + n_kv - n_q + 1
-    key_limit[e] = info.query < 0 ? range_begin : a.causal ? min(range_end, diagonal) : range_end;
+    key_limit[e] = info.query < 0 ? 0 : a.causal ? min(x.kv_end, diagonal) : x.kv_end;
     row_mask[e] = info.mask ? info.mask : reinterpret_cast<const platform::half*>(a.mask);
     row_slope[e] = info.slope;
   }
@@ -255,15 +303,55 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
     TURBO3_UNROLL
     for (int i = 0; i < 4; ++i) acc[m][i] = 0.0f;
 
-  auto run_groups = [&](auto unit_c) {
+  auto copy_plans = [&](auto unit_c) {
     constexpr int copy_size = decltype(unit_c)::value == 2 ? 4 : decltype(unit_c)::value;  // 2: plans unused
-    const copy_plan k_copy = make_copy_plan(std::integral_constant<int, copy_size>{}, k_shift);
-    const copy_plan v_copy = make_copy_plan(std::integral_constant<int, copy_size>{}, v_shift);
+    return std::make_pair(make_copy_plan(std::integral_constant<int, copy_size>{}, k_shift),
+                          make_copy_plan(std::integral_constant<int, copy_size>{}, v_shift));
+  };
+  auto with_row_unit = [&](auto f) {
+    if (row_unit == 8) f(std::integral_constant<int, 8>{});
+    else if (row_unit == 4) f(std::integral_constant<int, 4>{});
+    else f(std::integral_constant<int, 2>{});
+  };
+  // Group 0 goes out before the Q work, so its copies land while Q loads and rotates.
+  with_row_unit([&](auto unit_c) {
+    const auto plans = copy_plans(unit_c);
+    stage(unit_c, plans.first, plans.second, 0, 0);
+  });
+  // ---- Q fragments (B operand of the scores): row g, chunk 8b+t+4h, k-step k, in registers (the
+  // kernel is compiled for 2 work-groups per SM, so the 32 registers they take at D = 256 are free;
+  // in shared memory they cost 16 loads per group) -------------------------------------------------
+  uint2 q_frag[C::q_frags];
+  {
+    float* q_nat = reinterpret_cast<float*>(smem + C::ring_stride);  // the ring's later slots, not yet staged
+    load_warp_queries<C>(a, x, q_nat, tid);
     TURBO3_UNROLL
-    for (int i = 0; i < C::stages - 1; ++i) stage(unit_c, k_copy, v_copy, i, i * C::stage_bytes);
+    for (int bh = 0; bh < C::q_frags / 4; ++bh) {  // chunk 8b + t + 4h: its 16 values, then 4 fragments
+      const int b = bh / 2, h = bh % 2;
+      const float4* q4 = reinterpret_cast<const float4*>(q_nat + g * C::q_pitch + (8 * b + t + 4 * h) * kv::chunk_values);
+      float v[kv::chunk_values];
+      TURBO3_UNROLL
+      for (int i = 0; i < kv::chunk_values / 4; ++i) {
+        const float4 w = q4[i];
+        v[4 * i] = w.x, v[4 * i + 1] = w.y, v[4 * i + 2] = w.z, v[4 * i + 3] = w.w;
+      }
+      TURBO3_UNROLL
+      for (int k = 0; k < 4; ++k)
+        q_frag[bh * 4 + k] = make_uint2(platform::pack_half2(v[L::value_of_slot(4 * k)], v[L::value_of_slot(4 * k + 1)]),
+                                        platform::pack_half2(v[L::value_of_slot(4 * k + 2)], v[L::value_of_slot(4 * k + 3)]));
+    }
+    platform::sync_threads();  // the ring's later slots are staged next
+  }
 
-    int use_slot = 0, fill_slot = (C::stages - 1) * C::stage_bytes;  // ring offsets of groups i and i + stages - 1
-    for (int i = 0; i < my_groups; ++i) {
+
+  auto run_groups = [&](auto unit_c) {
+    const auto plans = copy_plans(unit_c);
+    const copy_plan k_copy = plans.first, v_copy = plans.second;
+    TURBO3_UNROLL
+    for (int i = 1; i < C::stages - 1; ++i) stage(unit_c, k_copy, v_copy, i, i * C::ring_stride);
+
+    int use_slot = 0, fill_slot = (C::stages - 1) * C::ring_stride;  // ring offsets of groups i and i + stages - 1
+    for (int i = 0; group_start(i) < x.kv_end; ++i) {  // warp-uniform
       stage(unit_c, k_copy, v_copy, i + C::stages - 1, fill_slot);
       fill_slot = next_slot(fill_slot);
       platform::async_wait<C::stages - 1>();
@@ -272,7 +360,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
       const char* v_tile = reinterpret_cast<const char*>(ring + use_slot) + C::tile_bytes + v_shift;
       use_slot = next_slot(use_slot);
       const int j0 = group_start(i);
-      const int n = min(G, range_end - j0);
+      const int n = min(G, x.kv_end - j0);
 
       // The value phase's packed bits, read now so their latency hides behind the scores.
       typename L::raw_chunk v_raw[C::blocks][4];
@@ -403,9 +491,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
       platform::sync_warp();  // the ring slot is rewritten by a later step
     }
   };
-  if (row_unit == 8) run_groups(std::integral_constant<int, 8>{});
-  else if (row_unit == 4) run_groups(std::integral_constant<int, 4>{});
-  else run_groups(std::integral_constant<int, 2>{});
+  with_row_unit(run_groups);
   platform::async_wait<0>();
 
   // ---- merge the warps: each warp's rows, max and sum, then one partial row per query row ------
@@ -434,7 +520,6 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
     }
   }
   platform::sync_threads();
-  const int blocks_per_seq = a.n_head_kv * head_splits;
   for (int idx = tid; idx < x.active_rows * (D + 2); idx += vec_threads) {  // the combine reads no padding row
     const int r = idx / (D + 2), d = idx % (D + 2);
     float m_all = -INFINITY;
