@@ -221,6 +221,38 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void rotate_group_registers_prescaled(float (&u
   }
 }
 
+// One 128-value group held by a warp of 32 lanes, values 4 * lane .. 4 * lane + 3 in u: the same
+// operations in the same order as the host rotation (stages h = 1, 2 inside a lane, h = 4 .. 64
+// across lanes by shuffles: the lane whose value is u[j + h] forms a - b as partner - own). No
+// shared memory and no barrier: a few hundred cycles where a work-group's two passes cross shared
+// memory twice. Every lane of the warp must call it.
+template <bool Inverse>
+TURBO3_DEVICE TURBO3_FORCEINLINE void rotate_group_warp32(float (&u)[4], int lane) {
+  static_assert(block_values == 4 * 32, "four values per lane");
+  auto word = [&](bool first) {  // the sign word holding values 4 * lane .. 4 * lane + 3
+    const int w = lane / 8;
+    const bool s1 = first != Inverse;
+    const uint32_t w0 = s1 ? rotation_s1_word(0) : rotation_s2_word(0), w1 = s1 ? rotation_s1_word(1) : rotation_s2_word(1);
+    const uint32_t w2 = s1 ? rotation_s1_word(2) : rotation_s2_word(2), w3 = s1 ? rotation_s1_word(3) : rotation_s2_word(3);
+    return (w == 0 ? w0 : w == 1 ? w1 : w == 2 ? w2 : w3) >> (4 * (lane % 8));
+  };
+  const uint32_t first_signs = word(true), last_signs = word(false);
+  TURBO3_UNROLL
+  for (int m = 0; m < 4; ++m) u[m] = apply_sign(u[m], first_signs, m);
+  butterflies(u);  // h = 1, 2
+  TURBO3_UNROLL
+  for (int mask = 1; mask < 32; mask *= 2) {  // h = 4 mask
+    const bool upper = (lane & mask) != 0;
+    TURBO3_UNROLL
+    for (int m = 0; m < 4; ++m) {
+      const float other = platform::shfl_xor(u[m], mask);
+      u[m] = upper ? other - u[m] : u[m] + other;
+    }
+  }
+  TURBO3_UNROLL
+  for (int m = 0; m < 4; ++m) u[m] = apply_sign(u[m] * rotation_scale, last_signs, m);
+}
+
 // Where a prefill kernel may hold a whole group per thread (rotate_whole_groups): on NVIDIA. The AMD
 // builds (gfx11, gfx12, gfx942) of the MMA kernels and of TILE D = 128 took scratch memory with it.
 inline constexpr bool whole_group_rotation_fits = platform::compiled_family == platform::arch_family::nvidia;

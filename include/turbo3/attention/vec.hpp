@@ -537,15 +537,14 @@ TURBO3_DEVICE void merge_splits_if_last(const attention_args& a, const vec_conte
   static_assert(D % block_values == 0, "the un-rotation takes whole 128-value groups");
   __shared__ bool is_last;
   __shared__ float inv_sum[NR];
-  platform::fence_device();  // this work-group's partial rows before its count
-  platform::sync_threads();
+  platform::sync_threads();  // every partial row of this work-group is stored
   const int blocks_per_seq = a.n_head_kv * head_splits;
   unsigned* counter =
       a.split_counters + (static_cast<size_t>(x.seq) * blocks_per_seq + x.kv_block) * a.q_tiles + x.q_tile;
-  if (tid == 0) is_last = platform::atomic_add(counter, 1u) == static_cast<unsigned>(a.n_splits - 1);
+  // Release: this work-group's rows before its count; acquire (the last): every other split's rows.
+  if (tid == 0) is_last = platform::atomic_add_acq_rel(counter, 1u) == static_cast<unsigned>(a.n_splits - 1);
   platform::sync_threads();
   if (!is_last) return;
-  platform::fence_device();  // the other splits' rows, stored before their counts
 
   const int n = a.n_splits;
   const size_t stride = static_cast<size_t>(NR) * (D + 2);  // from one split's row to the next split's
