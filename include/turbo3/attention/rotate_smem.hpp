@@ -224,8 +224,8 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void rotate_group_registers_prescaled(float (&u
 // One 128-value group held by a warp of 32 lanes, values 4 * lane .. 4 * lane + 3 in u: the same
 // operations in the same order as the host rotation (stages h = 1, 2 inside a lane, h = 4 .. 64
 // across lanes by shuffles: the lane whose value is u[j + h] forms a - b as partner - own). No
-// shared memory and no barrier: a few hundred cycles where a work-group's two passes cross shared
-// memory twice. Every lane of the warp must call it.
+// shared memory and no barrier, where rotate_rows_shared's two passes cross shared memory twice
+// behind three barriers. Every lane of the warp must call it.
 template <bool Inverse>
 TURBO3_DEVICE TURBO3_FORCEINLINE void rotate_group_warp32(float (&u)[4], int lane) {
   static_assert(block_values == 4 * 32, "four values per lane");
@@ -241,7 +241,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void rotate_group_warp32(float (&u)[4], int lan
   for (int m = 0; m < 4; ++m) u[m] = apply_sign(u[m], first_signs, m);
   butterflies(u);  // h = 1, 2
   TURBO3_UNROLL
-  for (int mask = 1; mask < 32; mask *= 2) {  // h = 4 mask
+  for (int mask = 1; mask < 32; mask *= 2) {  // h = 4 * mask: lanes mask apart
     const bool upper = (lane & mask) != 0;
     TURBO3_UNROLL
     for (int m = 0; m < 4; ++m) {
