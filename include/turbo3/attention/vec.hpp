@@ -579,11 +579,13 @@ TURBO3_DEVICE void merge_splits_if_last(const attention_args& a, const vec_conte
   }
   platform::sync_threads();
   // The tail of the whole kernel: its time is the round trips of these loads, so a thread loads
-  // `batch` splits of all its `per_pass` values before adding any (one pass of 2 rows x 256 values
-  // with 128 threads: 3 round trips for 33 splits, where one value at a time took 12). H200,
-  // twenty-sixth session, warp decode kernel at D = 256, depth 131072: this merge took up to 20K
-  // cycles of the merging work-group with one value at a time (a per-work-group timeline).
-  constexpr int per_pass = 4, batch = 16;
+  // `batch` splits of all its `per_pass` values before adding any (one pass of 2 rows with 128
+  // threads: 2 round trips for up to 34 splits, where one value at a time took 12 for 33). H200,
+  // warp decode kernel at D = 256, depth 131072, a per-work-group timeline: this merge took up to
+  // 20K cycles of the merging work-group with one value at a time (twenty-sixth session), its
+  // weighted sums 4.8K cycles with 3 batches of 16 for 33 splits (twenty-seventh). per_pass D / 64:
+  // 4 values per thread at D = 128 take that kernel past the 168 registers of 3 work-groups per SM.
+  constexpr int per_pass = D / 64 < 4 ? D / 64 : 4, batch = 17;
   for (int base = 0; base < x.active_rows * D; base += per_pass * vec_threads) {
     float sum[per_pass] = {};
     for (int s0 = 0; s0 < n; s0 += batch) {
