@@ -114,14 +114,18 @@ struct vec_plan {
   int n_splits = 1;
   int tiles_per_split = 1;
   size_t partial_floats = 0;
-  int split_counters = 0;  // kernels that merge their own splits (the warp variant): one per work-group row set
-  int work_counters = 0;   // kernels that claim their keys at run time (the warp variant): one per row set
+  // Row sets of a kernel that merges its own splits and claims its keys at run time (the warp
+  // variant), each with a split counter and a work counter; 0: the combine kernel merges.
+  int counted_row_sets = 0;
 };
 
-// Workspace of a VEC call: the partials, then the split counters and the work counters.
+// Counters per counted row set: the splits stored, the key chunks claimed.
+inline constexpr int vec_counters_per_row_set = 2;
+
+// Workspace of a VEC call: the partials, then the split counters, then the work counters.
 inline size_t vec_workspace_bytes(const vec_plan& plan) {
   return plan.partial_floats * sizeof(float) +
-         static_cast<size_t>(plan.split_counters + plan.work_counters) * sizeof(unsigned);
+         static_cast<size_t>(vec_counters_per_row_set) * plan.counted_row_sets * sizeof(unsigned);
 }
 
 // ---- dispatch from run-time head dim, types and rows to the template instantiations ----------
@@ -269,8 +273,7 @@ inline vec_plan make_vec_plan(const attention_params& p, const launch_options& o
   plan.tiles_per_split = (n_tiles + splits - 1) / splits;
   plan.n_splits = (n_tiles + plan.tiles_per_split - 1) / plan.tiles_per_split;
   plan.partial_floats = static_cast<size_t>(base_blocks) * plan.n_splits * plan.rows * (plan.head_dim + 2);
-  plan.split_counters = plan.variant == vec_variant::warp ? static_cast<int>(base_blocks) : 0;
-  plan.work_counters = plan.split_counters;
+  plan.counted_row_sets = plan.variant == vec_variant::warp ? static_cast<int>(base_blocks) : 0;
   return plan;
 }
 
@@ -310,10 +313,11 @@ inline bool launch_vec(const attention_params& p, attention_args a, const vec_pl
   a.tiles_per_split = plan.tiles_per_split;
   a.partial = static_cast<float*>(workspace);
   unsigned* const counters = reinterpret_cast<unsigned*>(a.partial + plan.partial_floats);
-  a.split_counters = plan.split_counters > 0 ? counters : nullptr;
-  a.work_counters = plan.work_counters > 0 ? counters + plan.split_counters : nullptr;
-  const size_t counter_bytes = static_cast<size_t>(plan.split_counters + plan.work_counters) * sizeof(unsigned);
-  if (counter_bytes > 0 && hipMemsetAsync(counters, 0, counter_bytes, stream) != hipSuccess) return false;
+  const bool counted = plan.counted_row_sets > 0;
+  a.split_counters = counted ? counters : nullptr;
+  a.work_counters = counted ? counters + plan.counted_row_sets : nullptr;
+  const size_t counter_bytes = static_cast<size_t>(vec_counters_per_row_set) * plan.counted_row_sets * sizeof(unsigned);
+  if (counted && hipMemsetAsync(counters, 0, counter_bytes, stream) != hipSuccess) return false;
   with_vec_head_dim(plan.head_dim,
                     [&](auto d) { launch_vec_dim<decltype(d)::value>(a, plan, p.k.type, p.v.type, stream); });
   return hipGetLastError() == hipSuccess;

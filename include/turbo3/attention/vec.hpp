@@ -153,6 +153,12 @@ TURBO3_DEVICE TURBO3_FORCEINLINE vec_context make_vec_context(const attention_ar
   return x;
 }
 
+// The (sequence, KV block, query tile) row set of a work-group: the index of its counters.
+TURBO3_DEVICE TURBO3_FORCEINLINE size_t vec_row_set(const attention_args& a, const vec_context& x, int head_splits) {
+  const int blocks_per_seq = a.n_head_kv * head_splits;
+  return (static_cast<size_t>(x.seq) * blocks_per_seq + x.kv_block) * a.q_tiles + x.q_tile;
+}
+
 // Q rows of the work-group into q_s [NR][D]: prescaled, rotated when K is turbo3 and the library
 // rotates, permuted into the K loader's slot order. q_nat is NR * D floats of scratch.
 template <int D, class KL, int NR>
@@ -539,8 +545,7 @@ TURBO3_DEVICE void merge_splits_if_last(const attention_args& a, const vec_conte
   __shared__ float inv_sum[NR];
   platform::sync_threads();  // every partial row of this work-group is stored
   const int blocks_per_seq = a.n_head_kv * head_splits;
-  unsigned* counter =
-      a.split_counters + (static_cast<size_t>(x.seq) * blocks_per_seq + x.kv_block) * a.q_tiles + x.q_tile;
+  unsigned* counter = a.split_counters + vec_row_set(a, x, head_splits);
   // Release: this work-group's rows before its count; acquire (the last): every other split's rows.
   if (tid == 0) is_last = platform::atomic_add_acq_rel(counter, 1u) == static_cast<unsigned>(a.n_splits - 1);
   platform::sync_threads();

@@ -35,7 +35,7 @@ inline constexpr int vec_warp_rows = 8;  // the fragment's N
 // Work-groups per multiprocessor the kernel is compiled for (the split planner asks the runtime how
 // many fit: launch.hpp, vec_resident_blocks): a cap for more (4: 128 registers) only made the
 // compiler reload the lookup tables and shorten its independent chains (H200, D = 256 at depth
-// 131072: 148 -> 145 us with the cap lifted). Now 194 registers at D = 256 (2 fit), 160-168 at 128 (3).
+// 131072: 148 -> 145 us with the cap lifted). Now 220-226 registers at D = 256 (2 fit), 149 at 128 (3).
 inline constexpr int vec_warp_min_blocks = 2;
 // Keys per unit of a split (one 16-key group per warp): finer than vec_tile, so short contexts
 // still spread over a full wave of work-groups. The split count sets how many work-groups share a
@@ -159,8 +159,8 @@ struct warp_queries {
 
 // Rows are staged in units of `row_unit` bytes (vec_row_unit: the largest of 8 and 4 that divides
 // both row strides, so every row of a head has the same alignment to it), with asynchronous copies
-// of that size, one lane per unit (a row of 50-byte blocks may start inside a unit: the copy then begins at the
-// unit's start, and a last partial unit is read alone and zero-filled); 2: rows are copied in
+// of that size, 16 / unit lanes per row (a row of 50-byte blocks may start inside a unit: the copy then begins
+// at the unit's start, and a last partial unit is read alone and zero-filled); 2: rows are copied in
 // 2-byte units with ordinary loads (correct for any layout, but not overlapped).
 // MASKED: the call has a mask (a separate instantiation keeps the common unmasked softmax free of
 // mask loads and their branches).
@@ -198,8 +198,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
   constexpr int CG = vec_warp_chunk_groups;
   static_assert(CG >= 2 && C::stages - 1 <= CG, "two chunk ids cover the groups staged ahead");
   const int blocks_per_seq = a.n_head_kv * head_splits;
-  unsigned* const work_counter =
-      a.work_counters + (static_cast<size_t>(x.seq) * blocks_per_seq + x.kv_block) * a.q_tiles + x.q_tile;
+  unsigned* const work_counter = a.work_counters + vec_row_set(a, x, head_splits);
   unsigned claimed = 0;  // lane 0: the counter's value for the warp's next chunk
   if (lane == 0) claimed = platform::atomic_add(work_counter, 1u);
   const int first_claimed = a.n_splits * C::n_warps;
@@ -294,7 +293,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
   auto next_slot = [](int slot) { return slot + C::ring_stride == C::staging_bytes ? 0 : slot + C::ring_stride; };
 
   // The rows this lane's score and value fragments touch: 2t and 2t+1. Keys j < key_limit[e] may be
-  // visible to row 2t+e (the split's range and the causal diagonal; none for a padding row), so the
+  // visible to row 2t+e (the keys' end and the causal diagonal; none for a padding row), so the
   // window is one comparison per score. Masked: a padding row reads the mask's first row (hidden by
   // its empty window), so every lane loads unconditionally.
   int key_limit[2];
@@ -357,7 +356,6 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
     }
     platform::sync_threads();  // the ring's later slots are staged next
   }
-
 
   auto run_groups = [&](auto unit_c) {
     const auto plans = copy_plans(unit_c);
