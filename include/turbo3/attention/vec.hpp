@@ -527,22 +527,18 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_combine_kernel(attentio
 // Split-KV merge inside the VEC kernel, in place of the combine kernel (whose launch, and the
 // wait for the whole grid before it, cost ~14 us of a 161 us decode at depth 131072 on an H200).
 // A work-group that has stored its partial rows counts itself on its (sequence, KV block, query
-// tile) counter; the one that completes the count merges every split's rows as the combine kernel
-// does (maxima, sums, sink, then weighted_split_sum), un-rotates and stores the output. The
-// launcher zeroes the counters before every launch (workspace comes uninitialized).
+// tile) counter; the one that completes the count merges every split's rows, un-rotates and stores
+// the output. The launcher zeroes the counters before every launch (workspace comes uninitialized).
 // Every thread calls it after its last partial store. scratch: vec_merge_floats<D, NR> floats of
 // shared memory, 16-byte aligned, free once the partial rows are stored.
 template <int D, int NR>
-inline constexpr int vec_merge_floats = NR * (vec_max_splits + D);
+inline constexpr int vec_merge_floats = NR * D;
 
 template <int D, int NR>
 TURBO3_DEVICE void merge_splits_if_last(const attention_args& a, const vec_context& x, int head_splits, float* scratch,
                                         int tid) {
-  constexpr int n_warps = vec_threads / platform::warp_size;
-  constexpr int per_lane = (vec_max_splits + platform::warp_size - 1) / platform::warp_size;
   static_assert(D % block_values == 0, "the un-rotation takes whole 128-value groups");
   __shared__ bool is_last;
-  __shared__ float inv_sum[NR];
   platform::sync_threads();  // every partial row of this work-group is stored
   const int blocks_per_seq = a.n_head_kv * head_splits;
   unsigned* counter = a.split_counters + vec_row_set(a, x, head_splits);
@@ -551,70 +547,63 @@ TURBO3_DEVICE void merge_splits_if_last(const attention_args& a, const vec_conte
   platform::sync_threads();
   if (!is_last) return;
 
+  // The tail of the whole kernel, so its time is the round trips of its loads: a thread takes
+  // `per_pass` value pairs of one row and loads, for `batch` splits at once, their pairs and the
+  // split's (maximum, sum) pair, then folds the batch in with a running maximum (online, as the
+  // softmax does): no pass over the maxima first, no weights through shared memory, no barrier.
+  // H200, warp decode kernel at D = 256, depth 131072 (per-work-group timelines): one value at a
+  // time took up to 20K cycles of the merging work-group (twenty-sixth session); the maxima first,
+  // then batches of 16 splits, 2.35K + 4.8K cycles for weights and sums (twenty-seventh); this way
+  // 4.0K for all of it (twenty-eighth; D = 256 0.5-1.1 us faster at every depth with the Q loads).
+  constexpr int pairs_per_row = D / 2;
+  constexpr int per_pass = D == 256 ? 2 : 1, batch = 17;  // D = 128: 3 work-groups per SM keep their registers
+  static_assert(pairs_per_row % per_pass == 0, "a thread's pairs lie in one row");
   const int n = a.n_splits;
   const size_t stride = static_cast<size_t>(NR) * (D + 2);  // from one split's row to the next split's
   const float* const first = a.partial + vec_partial_row(a, x.seq, x.kv_block, x.q_tile, 0, blocks_per_seq, NR, 0, D);
-  float* const weight = scratch;                     // [NR][vec_max_splits]
-  float* const rows = scratch + NR * vec_max_splits;  // [NR][D]
-  const int warp = tid / platform::warp_size, lane = tid % platform::warp_size;
-  for (int r = warp; r < x.active_rows; r += n_warps) {  // a warp per row: maxima, weights, sum
+  float* const rows = scratch;  // [NR][D]
+  for (int base = 0; base < x.active_rows * pairs_per_row; base += per_pass * vec_threads) {
+    const int pair0 = base + tid * per_pass;
+    const bool active = pair0 < x.active_rows * pairs_per_row;
+    const int r = active ? pair0 / pairs_per_row : 0, d0 = 2 * (pair0 % pairs_per_row);
+    const float* const f = first + r * (D + 2);
     const vec_row row = vec_row_of(a, r, x.kv_head, x.head_split, x.q_tile, x.heads_per_block);
-    const float* f = first + r * (D + 2);
     const float sink = a.sinks && row.query >= 0 ? a.sinks[row.head] * log2e : -INFINITY;
-    float m[per_lane], l[per_lane];
-    float m_all = -INFINITY;
-    TURBO3_UNROLL
-    for (int k = 0; k < per_lane; ++k) {
-      const int s = lane + k * platform::warp_size;
-      m[k] = s < n ? platform::load_coherent(f + s * stride + D) : -INFINITY;
-      l[k] = s < n ? platform::load_coherent(f + s * stride + D + 1) : 0.0f;
-      m_all = fmaxf(m_all, m[k]);
-    }
-    m_all = fmaxf(sink, warp_max(m_all));
-    float sum = 0.0f;
-    TURBO3_UNROLL
-    for (int k = 0; k < per_lane; ++k) {
-      const int s = lane + k * platform::warp_size;
-      const float w = m[k] == -INFINITY ? 0.0f : platform::exp2_fast(m[k] - m_all);
-      if (s < n) weight[r * vec_max_splits + s] = w;
-      sum += w * l[k];
-    }
-    sum = warp_sum(sum) + (sink != -INFINITY ? platform::exp2_fast(sink - m_all) : 0.0f);
-    if (lane == 0) inv_sum[r] = sum > 0.0f ? 1.0f / sum : 0.0f;
-  }
-  platform::sync_threads();
-  // The tail of the whole kernel: its time is the round trips of these loads, so a thread loads
-  // `batch` splits of all its `per_pass` values before adding any (one pass of 2 rows with 128
-  // threads: 2 round trips for up to 34 splits, where one value at a time took 12 for 33). H200,
-  // warp decode kernel at D = 256, depth 131072, a per-work-group timeline: this merge took up to
-  // 20K cycles of the merging work-group with one value at a time (twenty-sixth session), its
-  // weighted sums 4.8K cycles with 3 batches of 16 for 33 splits (twenty-seventh). per_pass D / 64:
-  // 4 values per thread at D = 128 take that kernel past the 168 registers of 3 work-groups per SM.
-  constexpr int per_pass = D / 64 < 4 ? D / 64 : 4, batch = 17;
-  for (int base = 0; base < x.active_rows * D; base += per_pass * vec_threads) {
-    float sum[per_pass] = {};
+    float m_run = sink, l_run = 0.0f, acc[2 * per_pass] = {};
     for (int s0 = 0; s0 < n; s0 += batch) {
-      float v[per_pass][batch];
+      float2 ml[batch], v[batch][per_pass];
       TURBO3_UNROLL
-      for (int e = 0; e < per_pass; ++e) {
-        const int idx = base + e * vec_threads + tid, r = idx / D, d = idx % D;
+      for (int b = 0; b < batch; ++b) {
+        const bool in = active && s0 + b < n;
+        const float* src = f + (s0 + b) * stride;
+        ml[b] = in ? platform::load_coherent2(src + D) : make_float2(-INFINITY, 0.0f);
         TURBO3_UNROLL
-        for (int b = 0; b < batch; ++b)
-          v[e][b] = idx < x.active_rows * D && s0 + b < n
-                        ? platform::load_coherent(first + r * (D + 2) + d + (s0 + b) * stride)
-                        : 0.0f;
+        for (int e = 0; e < per_pass; ++e) v[b][e] = in ? platform::load_coherent2(src + d0 + 2 * e) : make_float2(0.0f, 0.0f);
       }
+      float m_new = m_run;
       TURBO3_UNROLL
-      for (int e = 0; e < per_pass; ++e) {
-        const int r = min((base + e * vec_threads + tid) / D, NR - 1);
+      for (int b = 0; b < batch; ++b) m_new = fmaxf(m_new, ml[b].x);
+      const float rescale = m_run == -INFINITY ? 0.0f : platform::exp2_fast(m_run - m_new);
+      l_run *= rescale;
+      TURBO3_UNROLL
+      for (int i = 0; i < 2 * per_pass; ++i) acc[i] *= rescale;
+      TURBO3_UNROLL
+      for (int b = 0; b < batch; ++b) {
+        const float w = ml[b].x == -INFINITY ? 0.0f : platform::exp2_fast(ml[b].x - m_new);
+        l_run += w * ml[b].y;
         TURBO3_UNROLL
-        for (int b = 0; b < batch; ++b) sum[e] += (s0 + b < n ? weight[r * vec_max_splits + s0 + b] : 0.0f) * v[e][b];
+        for (int e = 0; e < per_pass; ++e) {
+          acc[2 * e] += w * v[b][e].x;
+          acc[2 * e + 1] += w * v[b][e].y;
+        }
       }
+      m_run = m_new;
     }
-    TURBO3_UNROLL
-    for (int e = 0; e < per_pass; ++e) {
-      const int idx = base + e * vec_threads + tid;
-      if (idx < x.active_rows * D) rows[idx] = sum[e] * inv_sum[idx / D];
+    if (sink != -INFINITY) l_run += platform::exp2_fast(sink - m_run);
+    const float inv = l_run > 0.0f ? 1.0f / l_run : 0.0f;
+    if (active) {
+      TURBO3_UNROLL
+      for (int i = 0; i < 2 * per_pass; ++i) rows[r * D + d0 + i] = acc[i] * inv;
     }
   }
   platform::sync_threads();
