@@ -117,6 +117,7 @@ struct vec_plan {
   // Row sets of a kernel that merges its own splits and claims its keys at run time (the warp
   // variant), each with a split counter and a work counter; 0: the combine kernel merges.
   int counted_row_sets = 0;
+  int warp_col_blocks = 2;  // the warp variant's value-side column blocks of 4 query rows (1: at most 4 rows)
 };
 
 // Counters per counted row set: the splits stored, the key chunks claimed.
@@ -142,8 +143,13 @@ void with_vec_kernel(const vec_plan& plan, data_type k, data_type v, bool masked
   using F16 = kv::f16_loader;
   if constexpr (platform::has_mma_m16n8k16 && vec_warp_head_dim(D)) {
     if (plan.variant == vec_variant::warp) {
-      if (masked) f(kernel_constant<&vec_warp_kernel<D, true>>{});
-      else f(kernel_constant<&vec_warp_kernel<D, false>>{});
+      if (plan.warp_col_blocks == 1) {
+        if (masked) f(kernel_constant<&vec_warp_kernel<D, true, 1>>{});
+        else f(kernel_constant<&vec_warp_kernel<D, false, 1>>{});
+      } else {
+        if (masked) f(kernel_constant<&vec_warp_kernel<D, true, 2>>{});
+        else f(kernel_constant<&vec_warp_kernel<D, false, 2>>{});
+      }
       return;
     }
   }
@@ -248,6 +254,7 @@ inline vec_plan make_vec_plan(const attention_params& p, const launch_options& o
   } else if ((opt.vec == vec_variant::automatic || opt.vec == vec_variant::warp) && mma_rows && turbo3_kv &&
              vec_warp_head_dim(plan.head_dim)) {
     plan.variant = vec_variant::warp;
+    plan.warp_col_blocks = heads_per_block * plan.ncols <= 4 ? 1 : 2;
     plan.rows = vec_warp_rows;
   }
   plan.q_tiles = static_cast<int>((p.n_q() + plan.ncols - 1) / plan.ncols);

@@ -7,16 +7,23 @@
 // everything for a group alone: it stages the group's raw K and V bytes into its own shared-memory
 // ring with asynchronous copies (stages - 1 groups ahead), computes the 16 x 8 score fragment
 // (keys x query rows) with m16n8k16 multiply-adds on fp16 levels produced by byte permutes, runs
-// the online softmax in registers, and accumulates O^T (dims x rows) += V^T P^T with a second set
-// of multiply-adds. Warps synchronize with each other only at the start (Q) and at the end, where
+// the online softmax in registers, and accumulates O (rows x dims) with a second set of
+// multiply-adds. Warps synchronize with each other only at the start (Q) and at the end, where
 // their partial results merge into the split's one partial row per query row; the work-group that
 // stores the last split of its rows merges the splits into the output (merge_splits_if_last). The window and
 // mask cost one comparison (and, masked, one load) per score, with no branch.
 //
 // Fragment layouts follow platform/mma.hpp (lane g = l / 4, t = l % 4). Scores: lane (g, t) holds
 // keys g and g + 8 and, per 128-value block b, chunks 8b+t and 8b+t+4, whose slots map to the
-// fragment's K index (a free permutation of a dot product, shared by the Q fragment). Values:
-// m-tile (b, s) holds chunk 8b+g, slots s and s+8; P^T of block b carries p * norm_b.
+// fragment's K index (a free permutation of a dot product, shared by the Q fragment). Values: a
+// key's chunk decoded row-major (fp16 pairs of adjacent slots, as for K) is the A operand of
+// O'^T = A B, where A[m][2j + e] = V[key j][pair m][e] and B[2j + e][(r, e')] = p[r][j] * norm
+// when e = e' (0 otherwise), so that O'^T[m][(r, e')] = O[r][pair m][e']: the 8 columns hold 4
+// query rows, a column block per 4 rows (VCB). Lane (g, t) decodes chunk g of every block for
+// keys t, t + 4, t + 8, t + 12; m-tile (b, kk) rows g and g + 8 are pairs kk and kk + 4 of chunk
+// g of block b. Transposing V instead (pairs across two keys, as the values' K index runs along
+// keys) took a fifth more byte permutes and twice the accumulators: H200, twenty-eighth session,
+// D = 256 at depth 4096 / 32768 / 131072 16.2 / 42.1 / 118.4 -> 15.3 / 40.3 / 115.1 us.
 // Up to 8 query rows (heads of a GQA group x queries); turbo3 K and V; D = 128 or 256.
 #pragma once
 
@@ -24,6 +31,7 @@
 
 #include "turbo3/attention/vec.hpp"
 #include "turbo3/platform/async_copy.hpp"
+#include "turbo3/platform/fragment.hpp"
 #include "turbo3/platform/mma.hpp"
 
 #if TURBO3_HAS_RUNTIME
@@ -35,7 +43,8 @@ inline constexpr int vec_warp_rows = 8;  // the fragment's N
 // Work-groups per multiprocessor the kernel is compiled for (the split planner asks the runtime how
 // many fit: launch.hpp, vec_resident_blocks): a cap for more (4: 128 registers) only made the
 // compiler reload the lookup tables and shorten its independent chains (H200, D = 256 at depth
-// 131072: 148 -> 145 us with the cap lifted). Now 220-226 registers at D = 256 (2 fit), 149 at 128 (3).
+// 131072: 148 -> 145 us with the cap lifted). Now 198 / 239 registers at D = 256 with 1 / 2 value
+// column blocks (2 fit), 142 / 164 at D = 128 (3 fit).
 inline constexpr int vec_warp_min_blocks = 2;
 // Keys per unit of a split (one 16-key group per warp): finer than vec_tile, so short contexts
 // still spread over a full wave of work-groups. The split count sets how many work-groups share a
@@ -59,7 +68,6 @@ struct vec_warp_config {
   static constexpr int group = 16;   // keys per warp step: the score fragment's M, the value fragment's K
   static constexpr int stages = 3;   // shared-memory ring per warp: stages - 1 groups in flight
   static constexpr int n_warps = vec_threads / 32;
-  static constexpr int m_tiles = D / 16;
   static constexpr int row_bytes = blocks * static_cast<int>(block_bytes);
   // A staged row starts as many bytes into its first copy unit as it does in the cache (0 or 2
   // with 4-byte copies, 0-6 with 8-byte ones), so shared and global units line up. The pitch, in
@@ -177,8 +185,9 @@ struct warp_queries {
 // at the unit's start, and a last partial unit is read alone and zero-filled); 2: rows are copied in
 // 2-byte units with ordinary loads (correct for any layout, but not overlapped).
 // MASKED: the call has a mask (a separate instantiation keeps the common unmasked softmax free of
-// mask loads and their branches).
-template <int D, bool MASKED>
+// mask loads and their branches). VCB: the value side's column blocks of 4 query rows, 1 where the
+// work-group has at most 4 rows (half the accumulators and value multiplies of 2).
+template <int D, bool MASKED, int VCB>
 TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) vec_warp_kernel(attention_args a, int head_splits) {
   using C = vec_warp_config<D>;
   using L = kv::turbo3_loader;
@@ -325,11 +334,20 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
   const int last_key = a.n_kv - 1;
 
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
-  float acc[C::m_tiles][4];
+  // O'^T per value column block cb (the file's head): acc[cb][b * 4 + kk] holds row 4 cb + t, pairs
+  // kk (elements 0, 1) and kk + 4 (2, 3) of chunk g of block b.
+  constexpr int v_tiles = C::blocks * 4;
+  float acc[VCB][v_tiles][4];
   TURBO3_UNROLL
-  for (int m = 0; m < C::m_tiles; ++m)
+  for (int cb = 0; cb < VCB; ++cb)
     TURBO3_UNROLL
-    for (int i = 0; i < 4; ++i) acc[m][i] = 0.0f;
+    for (int m = 0; m < v_tiles; ++m)
+      TURBO3_UNROLL
+      for (int i = 0; i < 4; ++i) acc[cb][m][i] = 0.0f;
+  // The byte permute that moves half (g / 2) % 2 of a (row 2u, row 2u + 1) pair into half g % 2 and
+  // zeroes the other (bytes 4-7 of the permute's pair are a zero word).
+  const uint32_t half_lo = 2u * ((g >> 1) & 1), half_hi = half_lo + 1u;  // the pair's bytes of row 4 cb + g / 2
+  const uint32_t place_sel = (g & 1) ? 0x0044u | half_lo << 8 | half_hi << 12 : half_lo | half_hi << 4 | 0x4400u;
 
   auto copy_plans = [&](auto unit_c) {
     constexpr int copy_size = decltype(unit_c)::value == 2 ? 4 : decltype(unit_c)::value;  // 2: plans unused
@@ -393,9 +411,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
       typename L::raw_chunk v_raw[C::blocks][4];
       TURBO3_UNROLL
       for (int b = 0; b < C::blocks; ++b) {
-        const int keys[4] = {2 * t, 2 * t + 1, 2 * t + 8, 2 * t + 9};
         TURBO3_UNROLL
-        for (int k = 0; k < 4; ++k) v_raw[b][k] = L::load_raw(v_tile + keys[k] * C::pitch, b, g);
+        for (int k = 0; k < 4; ++k) v_raw[b][k] = L::load_raw(v_tile + (t + 4 * k) * C::pitch, b, g);
       }
 
       // ---- scores S (16 keys x 8 rows); rows past n hold stale bytes and are masked below --------
@@ -427,12 +444,11 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
 
       // The value operand of the first early_v_blocks V blocks, decoded before the softmax.
       constexpr int early_blocks = C::early_v_blocks;
-      uint32_t v_early[early_blocks > 0 ? early_blocks : 1][2][16];
+      uint32_t v_early[early_blocks > 0 ? early_blocks : 1][4][8];
       TURBO3_UNROLL
-      for (int b = 0; b < early_blocks; ++b) {
-        L::decode_pairs(v_raw[b][0], v_raw[b][1], lut, v_early[b][0]);
-        L::decode_pairs(v_raw[b][2], v_raw[b][3], lut, v_early[b][1]);
-      }
+      for (int b = 0; b < early_blocks; ++b)
+        TURBO3_UNROLL
+        for (int k = 0; k < 4; ++k) L::decode_half2(v_raw[b][k], lut, v_early[b][k]);
 
       // ---- online softmax, in registers: row max over the 16 keys is a reduction over g ---------
       if (a.softcap_post != 0.0f) {  // uniform: one branch per group
@@ -476,43 +492,58 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
 
       if (update && platform::any_in_warp(alpha[0] != 1.0f || alpha[1] != 1.0f)) {  // rare once the maxima settle
         TURBO3_UNROLL
-        for (int m = 0; m < C::m_tiles; ++m) {
-          acc[m][0] *= alpha[0];
-          acc[m][1] *= alpha[1];
-          acc[m][2] *= alpha[0];
-          acc[m][3] *= alpha[1];
+        for (int cb = 0; cb < VCB; ++cb) {  // row 4 cb + t's alpha, from a lane whose score rows hold it
+          const int src = 2 * cb + (t >> 1);
+          const float a0 = platform::shfl(alpha[0], src), a1 = platform::shfl(alpha[1], src);
+          const float f = (t & 1) ? a1 : a0;
+          TURBO3_UNROLL
+          for (int m = 0; m < v_tiles; ++m)
+            TURBO3_UNROLL
+            for (int i = 0; i < 4; ++i) acc[cb][m][i] *= f;
         }
       }
-      // ---- P^T per V block (p * norm): each 8-key half of the score fragment, as fp16, is an 8 x 8
-      // matrix in the layout movmatrix transposes into the B operand (keys 2t, 2t+1 of row g) -----
-      const char* v_row_a = v_tile + g * C::pitch;
-      const char* v_row_b = v_row_a + 8 * C::pitch;
-      uint32_t pb[C::blocks][2];
+      // ---- the value operand B: p of row 4 cb + g / 2 at keys t + 4k (from the score lanes that hold
+      // them, as fp16 row pairs), placed in half g % 2, times the key's norm of block b ------------
+      const uint32_t p_pair[2] = {platform::pack_half2(p[0], p[1]), platform::pack_half2(p[2], p[3])};  // keys g, g + 8
+      uint32_t norm2[C::blocks][4];
       TURBO3_UNROLL
-      for (int b = 0; b < C::blocks; ++b) {
-        const float na = g < n ? L::scale(v_row_a, b) : 0.0f, nb = g + 8 < n ? L::scale(v_row_b, b) : 0.0f;
-        pb[b][0] = platform::transpose_8x8_b16(platform::pack_half2(p[0] * na, p[1] * na));
-        pb[b][1] = platform::transpose_8x8_b16(platform::pack_half2(p[2] * nb, p[3] * nb));
-      }
+      for (int b = 0; b < C::blocks; ++b)
+        TURBO3_UNROLL
+        for (int k = 0; k < 4; ++k) {
+          const uint32_t bits = t + 4 * k < n ? L::scale_bits(v_tile + (t + 4 * k) * C::pitch, b) : 0u;
+          norm2[b][k] = bits * 0x10001u;  // (norm, norm) as fp16
+        }
 
-      // ---- values: O^T (dims x 8 rows) += V^T (dims x 16 keys) P^T; stale rows carry weight 0 -----
+      // ---- values: O'^T += A B per column block; stale keys carry norm 0 ------------------------
       TURBO3_UNROLL
       for (int b = 0; b < C::blocks; ++b) {
-        uint32_t p01[16], p89[16];
-        if (b < early_blocks) {
-          TURBO3_UNROLL
-          for (int i = 0; i < 16; ++i) {
-            p01[i] = v_early[b < early_blocks ? b : 0][0][i];
-            p89[i] = v_early[b < early_blocks ? b : 0][1][i];
+        uint32_t dh[4][8];
+        TURBO3_UNROLL
+        for (int k = 0; k < 4; ++k) {
+          if (b < early_blocks) {
+            TURBO3_UNROLL
+            for (int i = 0; i < 8; ++i) dh[k][i] = v_early[b < early_blocks ? b : 0][k][i];
+          } else {
+            L::decode_half2(v_raw[b][k], lut, dh[k]);
           }
-        } else {
-          L::decode_pairs(v_raw[b][0], v_raw[b][1], lut, p01);
-          L::decode_pairs(v_raw[b][2], v_raw[b][3], lut, p89);
         }
         TURBO3_UNROLL
-        for (int k = 0; k < 8; ++k) {
-          const uint32_t frag[4] = {p01[k], p01[k + 8], p89[k], p89[k + 8]};
-          platform::mma_m16n8k16(acc[8 * b + k], frag, pb[b]);
+        for (int cb = 0; cb < VCB; ++cb) {
+          const int src_t = 2 * cb + (g >> 2);
+          uint32_t bq[4];
+          TURBO3_UNROLL
+          for (int k = 0; k < 4; ++k) {
+            const uint32_t pair = platform::shfl(p_pair[k >> 1], 4 * (t + 4 * (k & 1)) + src_t);
+            bq[k] = platform::mul_half2_bits(platform::lookup_bytes4(pair, 0u, place_sel), norm2[b][k]);
+          }
+          TURBO3_UNROLL
+          for (int kb = 0; kb < 2; ++kb)
+            TURBO3_UNROLL
+            for (int kk = 0; kk < 4; ++kk) {
+              const uint32_t frag[4] = {dh[2 * kb][kk], dh[2 * kb][kk + 4], dh[2 * kb + 1][kk], dh[2 * kb + 1][kk + 4]};
+              const uint32_t bb[2] = {bq[2 * kb], bq[2 * kb + 1]};
+              platform::mma_m16n8k16(acc[cb][b * 4 + kk], frag, bb);
+            }
         }
       }
       platform::sync_warp();  // the ring slot is rewritten by a later step
@@ -530,15 +561,16 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
   float* merge = reinterpret_cast<float*>(smem);  // [n_warps][NR][D + 2]
   float* mine = merge + warp * NR * (D + 2);
   TURBO3_UNROLL
-  for (int m = 0; m < C::m_tiles; ++m) {
-    const int c = 8 * (m / 8) + g, s = m % 8;
-    const int dim_a = c * kv::chunk_values + L::value_of_slot(s);
-    const int dim_b = c * kv::chunk_values + L::value_of_slot(s + 8);
-    mine[(2 * t) * (D + 2) + dim_a] = acc[m][0];
-    mine[(2 * t + 1) * (D + 2) + dim_a] = acc[m][1];
-    mine[(2 * t) * (D + 2) + dim_b] = acc[m][2];
-    mine[(2 * t + 1) * (D + 2) + dim_b] = acc[m][3];
-  }
+  for (int cb = 0; cb < VCB; ++cb)
+    TURBO3_UNROLL
+    for (int m = 0; m < v_tiles; ++m) {
+      const int c = 8 * (m / 4) + g, kk = m % 4;
+      float* row = mine + (4 * cb + t) * (D + 2) + c * kv::chunk_values;
+      row[L::value_of_slot(2 * kk)] = acc[cb][m][0];
+      row[L::value_of_slot(2 * kk + 1)] = acc[cb][m][1];
+      row[L::value_of_slot(2 * kk + 8)] = acc[cb][m][2];
+      row[L::value_of_slot(2 * kk + 9)] = acc[cb][m][3];
+    }
   if (g == 0) {
     TURBO3_UNROLL
     for (int e = 0; e < 2; ++e) {

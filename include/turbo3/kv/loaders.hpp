@@ -68,8 +68,11 @@ struct turbo3_loader {
   TURBO3_HD static constexpr int value_of_slot(int s) { return ((s & 7) << 1) | (s >> 3); }
 
   // Rows are 2-byte aligned (50-byte blocks): every access is a 16-bit load.
+  TURBO3_DEVICE TURBO3_FORCEINLINE static uint16_t scale_bits(const char* row, int block) {
+    return reinterpret_cast<const uint16_t*>(row + block * block_bytes)[0];
+  }
   TURBO3_DEVICE TURBO3_FORCEINLINE static float scale(const char* row, int block) {
-    return platform::half_bits_to_float(reinterpret_cast<const uint16_t*>(row + block * block_bytes)[0]);
+    return platform::half_bits_to_float(scale_bits(row, block));
   }
 
   // The packed bits of one chunk: loads are issued for several chunks before any is decoded, so
