@@ -56,6 +56,22 @@ TEST_CASE("capture: decode with the stream-ordered pool, 20 replays", "[capture]
   TURBO3_CHECK_HIP(hipStreamDestroy(stream));
 }
 
+// The deep-context warp kernel (6 warps, 64.5 KB of shared memory): run alone ("[capture-deep]"),
+// its first launch, with the kernel's shared-memory limit raised, is inside the capture.
+TEST_CASE("capture: deep-context decode (65573 keys) with the arena allocator, 2 replays", "[capture][capture-deep]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0xdee9);
+  attention_case c = decode_case();
+  c.n_kv = 65573;
+  attention_problem prob(c, rng);
+  hipStream_t stream;
+  TURBO3_CHECK_HIP(hipStreamCreateWithFlags(&stream, hipStreamNonBlocking));
+  device_buffer arena_memory(arena_allocator::footprint(workspace_bytes(prob.device_params())));
+  arena_allocator arena(arena_memory.ptr, arena_memory.bytes);
+  const double worst = turbo3_test::capture_and_replay(arena, stream, prob, rng, launch_options{}, 2, "arena, deep");
+  std::printf("capture (arena, deep): 2 replays with new Q/K/V, worst NMSE %.3e\n", worst);
+  TURBO3_CHECK_HIP(hipStreamDestroy(stream));
+}
+
 TEST_CASE("capture: a non-capture-safe allocator gives capture_unsafe and the stream stays usable", "[capture]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0xbad);
   attention_problem prob(decode_case(), rng);

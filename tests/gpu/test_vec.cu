@@ -239,3 +239,38 @@ TEST_CASE("VEC: the warp kernel over row layouts, shifts, GQA, options; the scal
     run_vec_case(c, rng, o);
   }
 }
+
+TEST_CASE("VEC: the warp kernel's deep-context shape (6 warps at D = 256 from 65536 keys)", "[vec][vec-deep]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0xdee9);
+  launch_options warp;
+  warp.vec = vec_variant::warp;
+  // 8-byte staging (8 KV heads) and 4-byte staging (3 heads); 2 and 4 rows a work-group (one value
+  // column block); partial last group; the options spread over three cases (each takes the host
+  // reference about 12 s); few splits (long claims per work-group).
+  struct deep_case {
+    int n_head, n_head_kv, n_q, n_kv, splits;
+  };
+  const deep_case cases[] = {{16, 8, 1, 65573, 0}, {6, 3, 1, 70001, 0}, {16, 8, 2, 65600, 5}};
+  int variant = 0;
+  for (const deep_case& d : cases) {
+    attention_case c;
+    c.head_dim = 256;
+    c.n_head = d.n_head;
+    c.n_head_kv = d.n_head_kv;
+    c.n_q = d.n_q;
+    c.n_kv = d.n_kv;
+    const int opt = variant++;
+    c.mask = opt == 2;
+    c.max_bias = opt == 2 ? 8.0f : 0.0f;
+    c.sinks = opt == 1;
+    c.softcap = opt == 1 ? 2.0f : 0.0f;
+    c.causal = d.n_q == 2;
+    c.k_type = c.v_type = data_type::turbo3;
+    c.q_type = opt == 0 ? data_type::f16 : data_type::f32;
+    c.library_rotates = opt != 1;
+    c.cb = opt == 2 ? codebook::legacy : codebook::lloyd_max;
+    launch_options o = warp;
+    o.kv_splits = d.splits;
+    run_vec_case(c, rng, o);
+  }
+}

@@ -94,9 +94,9 @@ inline int current_multiprocessor_count() {
 // Work-groups of a kernel resident per multiprocessor (queried once per instantiation: registers
 // and shared memory decide it, and they differ between architectures).
 template <class Kernel>
-int resident_blocks(Kernel kernel, int threads, int fallback) {
+int resident_blocks(Kernel kernel, int threads, size_t smem_bytes, int fallback) {
   int n = 0;
-  if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, 0) != hipSuccess || n <= 0) {
+  if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, smem_bytes) != hipSuccess || n <= 0) {
     (void)hipGetLastError();
     n = fallback;
   }
@@ -117,6 +117,7 @@ struct vec_plan {
   // Row sets of a kernel that merges its own splits and claims its keys at run time (the warp
   // variant), each with a split counter and a work counter; 0: the combine kernel merges.
   int counted_row_sets = 0;
+  int warp_warps = 4;       // the warp variant's warps per work-group (vec_warp_warps)
   int warp_col_blocks = 2;  // the warp variant's value-side column blocks of 4 query rows (1: at most 4 rows)
 };
 
@@ -130,9 +131,12 @@ inline size_t vec_workspace_bytes(const vec_plan& plan) {
 }
 
 // ---- dispatch from run-time head dim, types and rows to the template instantiations ----------
-template <auto Kernel>
+// A kernel with its work-group size and dynamic shared memory in bytes (0: none).
+template <auto Kernel, int Threads = vec_threads, int SmemBytes = 0>
 struct kernel_constant {
   static constexpr auto value = Kernel;
+  static constexpr int threads = Threads;
+  static constexpr int smem_bytes = SmemBytes;
 };
 
 // The VEC kernel of a plan (head dim D, variant, rows) for the K/V types, as a kernel_constant
@@ -143,12 +147,21 @@ void with_vec_kernel(const vec_plan& plan, data_type k, data_type v, bool masked
   using F16 = kv::f16_loader;
   if constexpr (platform::has_mma_m16n8k16 && vec_warp_head_dim(D)) {
     if (plan.variant == vec_variant::warp) {
+      auto with_shape = [&](auto vcb, auto warps) {
+        constexpr int VCB = decltype(vcb)::value, W = decltype(warps)::value;
+        using C = vec_warp_config<D, W>;
+        if (masked) f(kernel_constant<&vec_warp_kernel<D, true, VCB, W>, C::threads, C::smem_bytes>{});
+        else f(kernel_constant<&vec_warp_kernel<D, false, VCB, W>, C::threads, C::smem_bytes>{});
+      };
+      using one = std::integral_constant<int, 1>;
+      using four = std::integral_constant<int, 4>;
       if (plan.warp_col_blocks == 1) {
-        if (masked) f(kernel_constant<&vec_warp_kernel<D, true, 1>>{});
-        else f(kernel_constant<&vec_warp_kernel<D, false, 1>>{});
+        if constexpr (D == 256) {
+          if (plan.warp_warps == vec_warp_deep_warps) return with_shape(one{}, std::integral_constant<int, vec_warp_deep_warps>{});
+        }
+        with_shape(one{}, four{});
       } else {
-        if (masked) f(kernel_constant<&vec_warp_kernel<D, true, 2>>{});
-        else f(kernel_constant<&vec_warp_kernel<D, false, 2>>{});
+        with_shape(std::integral_constant<int, 2>{}, four{});
       }
       return;
     }
@@ -199,9 +212,13 @@ void with_vec_head_dim(int head_dim, F&& f) {
 // Work-groups of a plan's kernel resident per multiprocessor (registers and shared memory decide
 // it, and they differ between kernels and architectures: f16 at D = 256 fits 3 on an H200, D = 512
 // 2), queried once per kernel and process.
-template <auto Kernel>
+// Dynamic shared memory past 48 KB is allowed once per kernel first (raise_smem_limit; 0 resident
+// if the device refuses, so the planner never picks a kernel that cannot launch).
+template <class K>
 int resident_blocks_of() {
-  static const int n = resident_blocks(Kernel, vec_threads, vec_target_blocks_per_sm);
+  static const int n = K::smem_bytes > 48 * 1024 && !raise_smem_limit(K::value, K::smem_bytes)
+                           ? 0
+                           : resident_blocks(K::value, K::threads, K::smem_bytes, vec_target_blocks_per_sm);
   return n;
 }
 
@@ -209,7 +226,7 @@ inline int vec_resident_blocks(const vec_plan& plan, data_type k, data_type v, b
   int n = vec_target_blocks_per_sm;
   with_vec_head_dim(plan.head_dim, [&](auto d) {
     with_vec_kernel<decltype(d)::value>(plan, k, v, masked,
-                                        [&](auto kernel) { n = resident_blocks_of<decltype(kernel)::value>(); });
+                                        [&](auto kernel) { n = resident_blocks_of<decltype(kernel)>(); });
   });
   return n;
 }
@@ -255,10 +272,14 @@ inline vec_plan make_vec_plan(const attention_params& p, const launch_options& o
              vec_warp_head_dim(plan.head_dim)) {
     plan.variant = vec_variant::warp;
     plan.warp_col_blocks = heads_per_block * plan.ncols <= 4 ? 1 : 2;
+    plan.warp_warps = vec_warp_warps(plan.head_dim, plan.warp_col_blocks, p.n_kv());
+    // 6 warps take 64.5 KB of shared memory: where the device refuses it, 4.
+    if (plan.warp_warps != 4 && vec_resident_blocks(plan, p.k.type, p.v.type, p.mask.data != nullptr) == 0)
+      plan.warp_warps = 4;
     plan.rows = vec_warp_rows;
   }
   plan.q_tiles = static_cast<int>((p.n_q() + plan.ncols - 1) / plan.ncols);
-  const int split_unit = plan.variant == vec_variant::warp ? vec_warp_split_keys : vec_tile;  // keys
+  const int split_unit = plan.variant == vec_variant::warp ? vec_warp_split_keys(plan.warp_warps) : vec_tile;  // keys
   const int n_tiles = static_cast<int>((p.n_kv() + split_unit - 1) / split_unit);
   const int64_t base_blocks = p.n_seq() * p.n_head_kv() * plan.head_splits * plan.q_tiles;
   int splits = opt.kv_splits;
@@ -295,7 +316,11 @@ void launch_vec_types(const attention_args& a, const vec_plan& plan, data_type k
   const dim3 grid(static_cast<unsigned>(plan.n_splits), static_cast<unsigned>(a.n_head_kv * plan.head_splits),
                   static_cast<unsigned>(a.n_seq * plan.q_tiles));
   with_vec_kernel<D>(plan, k, v, a.mask != nullptr,
-                     [&](auto kernel) { decltype(kernel)::value<<<grid, vec_threads, 0, stream>>>(a, plan.head_splits); });
+                     [&](auto kernel) {
+                       using K = decltype(kernel);
+                       (void)resident_blocks_of<K>();  // the shared-memory limit raised (once) before the first launch
+                       K::value<<<grid, K::threads, K::smem_bytes, stream>>>(a, plan.head_splits);
+                     });
 }
 
 template <int D>

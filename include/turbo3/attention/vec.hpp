@@ -530,11 +530,11 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_combine_kernel(attentio
 // tile) counter; the one that completes the count merges every split's rows, un-rotates and stores
 // the output. The launcher zeroes the counters before every launch (workspace comes uninitialized).
 // Every thread calls it after its last partial store. scratch: vec_merge_floats<D, NR> floats of
-// shared memory, 16-byte aligned, free once the partial rows are stored.
+// shared memory, 16-byte aligned, free once the partial rows are stored. THREADS: the work-group's.
 template <int D, int NR>
 inline constexpr int vec_merge_floats = NR * D;
 
-template <int D, int NR>
+template <int D, int NR, int THREADS = vec_threads>
 TURBO3_DEVICE void merge_splits_if_last(const attention_args& a, const vec_context& x, int head_splits, float* scratch,
                                         int tid) {
   static_assert(D % block_values == 0, "the un-rotation takes whole 128-value groups");
@@ -562,7 +562,7 @@ TURBO3_DEVICE void merge_splits_if_last(const attention_args& a, const vec_conte
   const size_t stride = static_cast<size_t>(NR) * (D + 2);  // from one split's row to the next split's
   const float* const first = a.partial + vec_partial_row(a, x.seq, x.kv_block, x.q_tile, 0, blocks_per_seq, NR, 0, D);
   float* const rows = scratch;  // [NR][D]
-  for (int base = 0; base < x.active_rows * pairs_per_row; base += per_pass * vec_threads) {
+  for (int base = 0; base < x.active_rows * pairs_per_row; base += per_pass * THREADS) {
     const int pair0 = base + tid * per_pass;
     const bool active = pair0 < x.active_rows * pairs_per_row;
     const int r = active ? pair0 / pairs_per_row : 0, d0 = 2 * (pair0 % pairs_per_row);
@@ -607,8 +607,8 @@ TURBO3_DEVICE void merge_splits_if_last(const attention_args& a, const vec_conte
     }
   }
   platform::sync_threads();
-  if (a.unrotate_out) rotate_groups_shared<true>(rows, x.active_rows * D / block_values, tid, vec_threads);
-  for (int idx = tid; idx < x.active_rows * D; idx += vec_threads) {
+  if (a.unrotate_out) rotate_groups_shared<true>(rows, x.active_rows * D / block_values, tid, THREADS);
+  for (int idx = tid; idx < x.active_rows * D; idx += THREADS) {
     const int r = idx / D, d = idx % D;
     const vec_row row = vec_row_of(a, r, x.kv_head, x.head_split, x.q_tile, x.heads_per_block);
     if (row.query < 0) continue;

@@ -50,8 +50,18 @@ inline constexpr int vec_warp_min_blocks = 2;
 // still spread over a full wave of work-groups. The split count sets how many work-groups share a
 // row set; which keys each takes is decided at run time, in chunks of vec_warp_chunk_groups groups
 // (at least 2: a warp holds the chunks of its two newest ring slots).
-inline constexpr int vec_warp_split_keys = 64;
+TURBO3_HD constexpr int vec_warp_split_keys(int warps) { return 16 * warps; }
 inline constexpr int vec_warp_chunk_groups = 2;
+// Warps per work-group: 4, or at D = 256 with one value column block and at least
+// vec_warp_deep_keys keys, 6 (two work-groups per SM at 168 registers: 3 warps per scheduler
+// instead of 2, without the early V decode). H200, twenty-eighth session, D = 256 (16 heads over
+// 8), us at depth 4096 / 32768 / 131072: 4 warps 15.2 / 40.4 / 115.2, 6 warps 17.9 / 41.7 / 111.9
+// (a warp's last chunk takes longer at 3 per scheduler, and short contexts leave warps idle).
+inline constexpr int vec_warp_deep_warps = 6;
+inline constexpr int64_t vec_warp_deep_keys = 65536;
+TURBO3_HD constexpr int vec_warp_warps(int d, int col_blocks, int64_t n_kv) {
+  return d == 256 && col_blocks == 1 && n_kv >= vec_warp_deep_keys ? vec_warp_deep_warps : 4;
+}
 
 TURBO3_HD constexpr bool vec_warp_head_dim(int d) { return d == 128 || d == 256; }
 
@@ -61,13 +71,14 @@ TURBO3_HD constexpr int vec_row_unit(int64_t k_nb1, int64_t v_nb1) {
   return k_nb1 % 8 == 0 && v_nb1 % 8 == 0 ? 8 : k_nb1 % 4 == 0 && v_nb1 % 4 == 0 ? 4 : 2;
 }
 
-template <int D>
+template <int D, int WARPS = 4>
 struct vec_warp_config {
   static constexpr int NR = vec_warp_rows;
   static constexpr int blocks = D / block_values;
   static constexpr int group = 16;   // keys per warp step: the score fragment's M, the value fragment's K
   static constexpr int stages = 3;   // shared-memory ring per warp: stages - 1 groups in flight
-  static constexpr int n_warps = vec_threads / 32;
+  static constexpr int n_warps = WARPS;
+  static constexpr int threads = 32 * n_warps;
   static constexpr int row_bytes = blocks * static_cast<int>(block_bytes);
   // A staged row starts as many bytes into its first copy unit as it does in the cache (0 or 2
   // with 4-byte copies, 0-6 with 8-byte ones), so shared and global units line up. The pitch, in
@@ -117,12 +128,11 @@ struct vec_warp_config {
   // the softmax's dependency waits. H200 (twenty-second session): the first of two at D = 256 1.4%
   // faster at depth 131072 (214-220 registers, still 2 work-groups per SM; both blocks early
   // 1.0-1.2%); D = 128's one block early 4% slower.
-  static constexpr int early_v_blocks = blocks == 2 ? 1 : 0;
+  static constexpr int early_v_blocks = blocks == 2 && n_warps == 4 ? 1 : 0;
   static_assert(vec_warp_head_dim(D), "turbo3 VEC on matrix instructions covers D = 128 and 256");
   static_assert(max_row_units(4) <= 32, "one row per warp pass at most");
   static_assert(group % copy_rows_per_pass(8) == 0 && group % copy_rows_per_pass(4) == 0, "whole passes per group");
-  static_assert(vec_threads % 32 == 0, "whole warps");
-  static_assert(vec_warp_split_keys == group * n_warps, "a split unit is one group per warp");
+  static_assert(vec_warp_split_keys(n_warps) == group * n_warps, "a split unit is one group per warp");
 };
 
 // The work-group's Q rows, prescaled and rotated (turbo3 K), into q_nat [NR][q_pitch] in natural
@@ -135,8 +145,8 @@ struct vec_warp_config {
 // 1.2-1.3 us faster at every depth).
 template <class C>
 struct warp_queries {
-  static constexpr int per_warp = C::NR * C::blocks / C::n_warps;  // groups per warp
-  static_assert(C::NR * C::blocks % C::n_warps == 0, "whole groups per warp");
+  static constexpr int items = C::NR * C::blocks;
+  static constexpr int per_warp = (items + C::n_warps - 1) / C::n_warps;  // groups per warp
   uint32_t raw[per_warp][4];  // as loaded: fp16 or fp32 bits
   bool on[per_warp];
 
@@ -152,7 +162,7 @@ struct warp_queries {
     for (int k = 0; k < per_warp; ++k) {
       const int item = warp + k * C::n_warps, r = item / C::blocks, b = item % C::blocks;
       const vec_row row = vec_row_of(a, r, x.kv_head, x.head_split, x.q_tile, x.heads_per_block);
-      on[k] = r < x.active_rows && row.query >= 0;
+      on[k] = item < items && r < x.active_rows && row.query >= 0;
       const char* src = a.q + static_cast<int64_t>(on[k] ? row.query : 0) * a.q_nb1 +
                         static_cast<int64_t>(on[k] ? row.head : 0) * a.q_nb2 + static_cast<int64_t>(x.seq) * a.q_nb3;
       const int d0 = b * block_values + 4 * lane;
@@ -173,7 +183,8 @@ struct warp_queries {
         u[m] = on[k] ? v * a.q_prescale : 0.0f;
       }
       if (a.rotate_q && on[k]) rotate_group_warp32<false>(u, lane);  // warp-uniform
-      reinterpret_cast<float4*>(q_nat + r * C::q_pitch + b * block_values)[lane] = make_float4(u[0], u[1], u[2], u[3]);
+      if (item < items)
+        reinterpret_cast<float4*>(q_nat + r * C::q_pitch + b * block_values)[lane] = make_float4(u[0], u[1], u[2], u[3]);
     }
     platform::sync_threads();
   }
@@ -186,14 +197,15 @@ struct warp_queries {
 // 2-byte units with ordinary loads (correct for any layout, but not overlapped).
 // MASKED: the call has a mask (a separate instantiation keeps the common unmasked softmax free of
 // mask loads and their branches). VCB: the value side's column blocks of 4 query rows, 1 where the
-// work-group has at most 4 rows (half the accumulators and value multiplies of 2).
-template <int D, bool MASKED, int VCB>
-TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) vec_warp_kernel(attention_args a, int head_splits) {
-  using C = vec_warp_config<D>;
+// work-group has at most 4 rows (half the accumulators and value multiplies of 2). WARPS: 4 or 6
+// (vec_warp_warps). Shared memory is dynamic, C::smem_bytes (64.5 KB with 6 warps at D = 256).
+template <int D, bool MASKED, int VCB, int WARPS>
+TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec_warp_kernel(attention_args a, int head_splits) {
+  using C = vec_warp_config<D, WARPS>;
   using L = kv::turbo3_loader;
   constexpr int NR = C::NR;
   constexpr int G = C::group;
-  __shared__ __align__(16) unsigned char smem[C::smem_bytes];
+  extern __shared__ __align__(16) unsigned char smem[];
 
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
@@ -579,7 +591,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
     }
   }
   platform::sync_threads();
-  for (int idx = tid; idx < x.active_rows * (D + 2); idx += vec_threads) {  // the combine reads no padding row
+  for (int idx = tid; idx < x.active_rows * (D + 2); idx += C::threads) {  // the combine reads no padding row
     const int r = idx / (D + 2), d = idx % (D + 2);
     float m_all = -INFINITY;
     TURBO3_UNROLL
@@ -595,7 +607,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(vec_threads, vec_warp_min_blocks) ve
     }
     a.partial[vec_partial_row(a, x.seq, x.kv_block, x.q_tile, x.split, blocks_per_seq, NR, r, D) + d] = v;
   }
-  merge_splits_if_last<D, NR>(a, x, head_splits, reinterpret_cast<float*>(smem), tid);
+  merge_splits_if_last<D, NR, C::threads>(a, x, head_splits, reinterpret_cast<float*>(smem), tid);
 }
 
 }  // namespace detail
