@@ -44,7 +44,7 @@ inline constexpr int vec_warp_rows = 8;  // the fragment's N
 // many fit: launch.hpp, vec_resident_blocks): a cap for more (4: 128 registers) only made the
 // compiler reload the lookup tables and shorten its independent chains (H200, D = 256 at depth
 // 131072: 148 -> 145 us with the cap lifted). Now 198 / 239 registers at D = 256 with 1 / 2 value
-// column blocks (2 fit), 142 / 164 at D = 128 (3 fit).
+// column blocks (2 fit), 159-163 with 6 warps (2 fit), 140-164 at D = 128 (3 fit).
 inline constexpr int vec_warp_min_blocks = 2;
 // Keys per unit of a split (one 16-key group per warp): finer than vec_tile, so short contexts
 // still spread over a full wave of work-groups. The split count sets how many work-groups share a
