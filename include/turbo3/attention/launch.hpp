@@ -121,13 +121,17 @@ struct vec_plan {
   int warp_col_blocks = 2;  // the warp variant's value-side column blocks of 4 query rows (1: at most 4 rows)
 };
 
-// Counters per counted row set: the splits stored, the key chunks claimed.
-inline constexpr int vec_counters_per_row_set = 2;
-
-// Workspace of a VEC call: the partials, then the split counters, then the work counters.
+// Workspace of a VEC call: the partials, then, from the next 128-byte boundary, a line of counters
+// per counted row set (vec_counter_stride words: the splits stored, then the key chunks claimed).
+inline size_t vec_counters_offset_floats(const vec_plan& plan) {
+  return (plan.partial_floats + vec_counter_stride - 1) / vec_counter_stride * vec_counter_stride;
+}
+inline size_t vec_counter_bytes(const vec_plan& plan) {
+  return static_cast<size_t>(vec_counter_stride) * plan.counted_row_sets * sizeof(unsigned);
+}
 inline size_t vec_workspace_bytes(const vec_plan& plan) {
-  return plan.partial_floats * sizeof(float) +
-         static_cast<size_t>(vec_counters_per_row_set) * plan.counted_row_sets * sizeof(unsigned);
+  return plan.counted_row_sets > 0 ? vec_counters_offset_floats(plan) * sizeof(float) + vec_counter_bytes(plan)
+                                   : plan.partial_floats * sizeof(float);
 }
 
 // ---- dispatch from run-time head dim, types and rows to the template instantiations ----------
@@ -344,12 +348,11 @@ inline bool launch_vec(const attention_params& p, attention_args a, const vec_pl
   a.n_splits = plan.n_splits;
   a.tiles_per_split = plan.tiles_per_split;
   a.partial = static_cast<float*>(workspace);
-  unsigned* const counters = reinterpret_cast<unsigned*>(a.partial + plan.partial_floats);
   const bool counted = plan.counted_row_sets > 0;
-  a.split_counters = counted ? counters : nullptr;
-  a.work_counters = counted ? counters + plan.counted_row_sets : nullptr;
-  const size_t counter_bytes = static_cast<size_t>(vec_counters_per_row_set) * plan.counted_row_sets * sizeof(unsigned);
-  if (counted && hipMemsetAsync(counters, 0, counter_bytes, stream) != hipSuccess) return false;
+  unsigned* const counters = counted ? reinterpret_cast<unsigned*>(a.partial + vec_counters_offset_floats(plan)) : nullptr;
+  a.split_counters = counters;
+  a.work_counters = counted ? counters + 1 : nullptr;
+  if (counted && hipMemsetAsync(counters, 0, vec_counter_bytes(plan), stream) != hipSuccess) return false;
   with_vec_head_dim(plan.head_dim,
                     [&](auto d) { launch_vec_dim<decltype(d)::value>(a, plan, p.k.type, p.v.type, stream); });
   return hipGetLastError() == hipSuccess;

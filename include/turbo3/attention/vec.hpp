@@ -159,6 +159,14 @@ TURBO3_DEVICE TURBO3_FORCEINLINE size_t vec_row_set(const attention_args& a, con
   return (static_cast<size_t>(x.seq) * blocks_per_seq + x.kv_block) * a.q_tiles + x.q_tile;
 }
 
+// Counters of a row set (its split count and its key-chunk claims) sit in a 128-byte line of their
+// own, vec_counter_stride words from the next row set's: every warp of a row set claims its chunks
+// from one counter, and row sets that shared a line queued their atomics behind each other's.
+inline constexpr int vec_counter_stride = 32;
+TURBO3_DEVICE TURBO3_FORCEINLINE size_t vec_counter_offset(const attention_args& a, const vec_context& x, int head_splits) {
+  return vec_row_set(a, x, head_splits) * vec_counter_stride;
+}
+
 // Q rows of the work-group into q_s [NR][D]: prescaled, rotated when K is turbo3 and the library
 // rotates, permuted into the K loader's slot order. q_nat is NR * D floats of scratch.
 template <int D, class KL, int NR>
@@ -541,7 +549,7 @@ TURBO3_DEVICE void merge_splits_if_last(const attention_args& a, const vec_conte
   __shared__ bool is_last;
   platform::sync_threads();  // every partial row of this work-group is stored
   const int blocks_per_seq = a.n_head_kv * head_splits;
-  unsigned* counter = a.split_counters + vec_row_set(a, x, head_splits);
+  unsigned* counter = a.split_counters + vec_counter_offset(a, x, head_splits);
   // Release: this work-group's rows before its count; acquire (the last): every other split's rows.
   if (tid == 0) is_last = platform::atomic_add_acq_rel(counter, 1u) == static_cast<unsigned>(a.n_splits - 1);
   platform::sync_threads();

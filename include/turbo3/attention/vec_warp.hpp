@@ -233,7 +233,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
   constexpr int CG = vec_warp_chunk_groups;
   static_assert(CG >= 2 && C::stages - 1 <= CG, "two chunk ids cover the groups staged ahead");
   const int blocks_per_seq = a.n_head_kv * head_splits;
-  unsigned* const work_counter = a.work_counters + vec_row_set(a, x, head_splits);
+  unsigned* const work_counter = a.work_counters + vec_counter_offset(a, x, head_splits);
   unsigned claimed = 0;  // lane 0: the counter's value for the warp's next chunk
   if (lane == 0) claimed = platform::atomic_add(work_counter, 1u);
   const int first_claimed = a.n_splits * C::n_warps;
