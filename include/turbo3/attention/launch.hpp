@@ -352,7 +352,11 @@ inline bool launch_vec(const attention_params& p, attention_args a, const vec_pl
   unsigned* const counters = counted ? reinterpret_cast<unsigned*>(a.partial + vec_counters_offset_floats(plan)) : nullptr;
   a.split_counters = counters;
   a.work_counters = counted ? counters + 1 : nullptr;
-  if (counted && hipMemsetAsync(counters, 0, vec_counter_bytes(plan), stream) != hipSuccess) return false;
+  if (counted) {
+    const int n = vec_counter_stride * plan.counted_row_sets;
+    const int blocks = (n + vec_zero_threads - 1) / vec_zero_threads;
+    vec_zero_counters_kernel<vec_zero_threads><<<blocks < 1024 ? blocks : 1024, vec_zero_threads, 0, stream>>>(counters, n);
+  }
   with_vec_head_dim(plan.head_dim,
                     [&](auto d) { launch_vec_dim<decltype(d)::value>(a, plan, p.k.type, p.v.type, stream); });
   return hipGetLastError() == hipSuccess;

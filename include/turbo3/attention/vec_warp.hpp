@@ -20,9 +20,9 @@
 // O'^T = A B, where A[m][2j + e] = V[key j][pair m][e] and B[2j + e][(r, e')] = p[r][j] * norm
 // when e = e' (0 otherwise), so that O'^T[m][(r, e')] = O[r][pair m][e']: the 8 columns hold 4
 // query rows, a column block per 4 rows (VCB). Lane (g, t) decodes chunk g of every block for
-// keys t, t + 4, t + 8, t + 12; m-tile (b, kk) rows g and g + 8 are pairs kk and kk + 4 of chunk
-// g of block b. Transposing V instead (pairs across two keys, as the values' K index runs along
-// keys) took a fifth more byte permutes and twice the accumulators: H200, twenty-eighth session,
+// keys 2t, 2t + 1, 2t + 8, 2t + 9 (value_key); m-tile (b, kk) rows g and g + 8 are pairs kk and
+// kk + 4 of chunk g of block b. Transposing V instead (pairs across two keys, as the values' K
+// index runs along keys) took a fifth more byte permutes and twice the accumulators: H200, twenty-eighth session,
 // D = 256 at depth 4096 / 32768 / 131072 16.2 / 42.1 / 118.4 -> 15.3 / 40.3 / 115.1 us.
 // Up to 8 query rows (heads of a GQA group x queries); turbo3 K and V; D = 128 or 256.
 #pragma once
@@ -220,10 +220,11 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
   // ---- this warp's keys: chunks of CG groups, the first fixed, the rest claimed at run time ----
   // Every warp of every split of these rows takes chunks of the keys [0, kv_end) until none is
   // left, so a warp that runs slower (the other work-group of its multiprocessor issues first)
-  // takes fewer instead of holding up the end. The first chunk of warp w of split s is chunk
-  // s * n_warps + w (so group 0 is staged before the Q work); later ones are n_splits * n_warps
-  // plus a counter per row set. Lane 0 claims the next chunk as the current one is staged, so
-  // the atomic's latency hides behind CG groups of math. A warp's chunk ids only grow: once a
+  // takes fewer instead of holding up the end. The first two chunks of warp w of split s are
+  // chunks s * n_warps + w (so group 0 is staged before the Q work) and n_splits * n_warps plus
+  // that; later ones are 2 * n_splits * n_warps plus a counter per row set (the first claim comes
+  // just before the loop). Lane 0 claims the next chunk as the current one is staged, so the
+  // atomic's latency hides behind CG groups of math. A warp's chunk ids only grow: once a
   // group starts at or past kv_end, every later one does. With make_vec_context's KV blocks first
   // in launch order, every row set has as many first as second work-groups of a multiprocessor.
   // H200, twenty-seventh session, D = 256 at depth 131072 (with the Q loads issued together and group 0
@@ -234,14 +235,14 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
   static_assert(CG >= 2 && C::stages - 1 <= CG, "two chunk ids cover the groups staged ahead");
   const int blocks_per_seq = a.n_head_kv * head_splits;
   unsigned* const work_counter = a.work_counters + vec_counter_offset(a, x, head_splits);
-  unsigned claimed = 0;  // lane 0: the counter's value for the warp's next chunk
-  if (lane == 0) claimed = platform::atomic_add(work_counter, 1u);
-  const int first_claimed = a.n_splits * C::n_warps;
-  int chunk_even = x.split * C::n_warps + warp, chunk_odd = 0;  // ids of the warp's chunks 2k and 2k + 1
+  unsigned claimed = 0;  // lane 0: the counter's value for the warp's next chunk (first claimed below)
+  const int warps_in_all = a.n_splits * C::n_warps, first_claimed = 2 * warps_in_all;
+  // ids of the warp's chunks 2k and 2k + 1: the first two fixed, the rest claimed
+  int chunk_even = x.split * C::n_warps + warp, chunk_odd = warps_in_all + chunk_even;
   auto group_start = [&](int i) { return ((i / CG) & 1 ? chunk_odd : chunk_even) * (CG * G) + (i % CG) * G; };
-  // At the staging of group i: the first group of a chunk takes the claimed id and claims the next.
+  // At the staging of group i: the first group of a claimed chunk takes the claimed id and claims the next.
   auto take_chunk = [&](int i) {
-    if (i > 0 && i % CG == 0) {
+    if (i >= 2 * CG && i % CG == 0) {
       const int id = first_claimed + static_cast<int>(platform::shfl(claimed, 0));
       if ((i / CG) & 1) chunk_odd = id;
       else chunk_even = id;
@@ -327,6 +328,12 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
   };
   auto next_slot = [](int slot) { return slot + C::ring_stride == C::staging_bytes ? 0 : slot + C::ring_stride; };
 
+  // The key of the value operand's K-index pair k (a0 / a2 / the next multiply's a0 / a2) in this
+  // lane: 2t + (k & 1) + 8 (k >> 1). A load of a key's chunk g then takes rows 2t + c for the four
+  // t, pitch / 4 = 4 mod 8 words x 2 apart: their 8-word runs fall on 32 distinct banks (keys t + 4k,
+  // four adjacent rows, overlapped: a quarter of the kernel's shared-load wavefronts were conflicts,
+  // H200, twenty-ninth session).
+  auto value_key = [&](int k) { return 2 * t + (k & 1) + 8 * (k >> 1); };
   // The rows this lane's score and value fragments touch: 2t and 2t+1. Keys j < key_limit[e] may be
   // visible to row 2t+e (the keys' end and the causal diagonal; none for a padding row), so the
   // window is one comparison per score. Masked: a padding row reads the mask's first row (hidden by
@@ -406,6 +413,10 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
     const copy_plan k_copy = plans.first, v_copy = plans.second;
     TURBO3_UNROLL
     for (int i = 1; i < C::stages - 1; ++i) stage(unit_c, k_copy, v_copy, i, i * C::ring_stride);
+    // The first claim, only now: it is first taken by the staging of group 2 * CG, two groups
+    // later. Issued at the kernel's start (before its first two chunks were fixed), it cost
+    // 0.4-1.0 us per call at D = 256 (H200, twenty-ninth session).
+    if (lane == 0) claimed = platform::atomic_add(work_counter, 1u);
 
     int use_slot = 0, fill_slot = (C::stages - 1) * C::ring_stride;  // ring offsets of groups i and i + stages - 1
     for (int i = 0; group_start(i) < x.kv_end; ++i) {  // warp-uniform
@@ -424,7 +435,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
       TURBO3_UNROLL
       for (int b = 0; b < C::blocks; ++b) {
         TURBO3_UNROLL
-        for (int k = 0; k < 4; ++k) v_raw[b][k] = L::load_raw(v_tile + (t + 4 * k) * C::pitch, b, g);
+        for (int k = 0; k < 4; ++k) v_raw[b][k] = L::load_raw(v_tile + value_key(k) * C::pitch, b, g);
       }
 
       // ---- scores S (16 keys x 8 rows); rows past n hold stale bytes and are masked below --------
@@ -522,7 +533,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
       for (int b = 0; b < C::blocks; ++b)
         TURBO3_UNROLL
         for (int k = 0; k < 4; ++k) {
-          const uint32_t bits = t + 4 * k < n ? L::scale_bits(v_tile + (t + 4 * k) * C::pitch, b) : 0u;
+          const uint32_t bits = value_key(k) < n ? L::scale_bits(v_tile + value_key(k) * C::pitch, b) : 0u;
           norm2[b][k] = bits * 0x10001u;  // (norm, norm) as fp16
         }
 
@@ -545,7 +556,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
           uint32_t bq[4];
           TURBO3_UNROLL
           for (int k = 0; k < 4; ++k) {
-            const uint32_t pair = platform::shfl(p_pair[k >> 1], 4 * (t + 4 * (k & 1)) + src_t);
+            const uint32_t pair = platform::shfl(p_pair[k >> 1], 4 * (value_key(k) & 7) + src_t);
             bq[k] = platform::mul_half2_bits(platform::lookup_bytes4(pair, 0u, place_sel), norm2[b][k]);
           }
           TURBO3_UNROLL
