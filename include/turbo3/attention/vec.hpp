@@ -167,10 +167,10 @@ TURBO3_DEVICE TURBO3_FORCEINLINE size_t vec_counter_offset(const attention_args&
   return vec_row_set(a, x, head_splits) * vec_counter_stride;
 }
 
-// Zeroes a call's counters ahead of its kernel: a kernel node of its own in a graph, where a
-// memset node before the warp kernel was measured 0.25 us slower per call at depth 4096 (H200,
-// twenty-ninth session, D = 256; with the memset gone altogether, which needs counters that
-// outlive the call, 1.3-2.3 us).
+// Zeroes a call's counters ahead of its kernel. H200, twenty-ninth session: 0.15-0.4 us per call
+// faster than a memset node at depth 4096 (D = 128 and 256; measured with the warp kernel launched
+// to overlap it, which alone measured nothing: bench/experiments/vec-warp-overlapping-launch.patch).
+// No zeroing at all would save 1.3-2.3 us, but needs counters that outlive the call.
 inline constexpr int vec_zero_threads = 256;
 template <int Threads>  // a template, so that every translation unit may hold it
 TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(Threads) vec_zero_counters_kernel(unsigned* counters, int n) {

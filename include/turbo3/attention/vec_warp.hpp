@@ -414,8 +414,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
     TURBO3_UNROLL
     for (int i = 1; i < C::stages - 1; ++i) stage(unit_c, k_copy, v_copy, i, i * C::ring_stride);
     // The first claim, only now: it is first taken by the staging of group 2 * CG, two groups
-    // later. Issued at the kernel's start (before its first two chunks were fixed), it cost
-    // 0.4-1.0 us per call at D = 256 (H200, twenty-ninth session).
+    // later. Issued at the kernel's start (when only the first chunk was fixed), it cost 0.4-1.1 us
+    // per call at D = 256 (H200, twenty-ninth session, calls B and C).
     if (lane == 0) claimed = platform::atomic_add(work_counter, 1u);
 
     int use_slot = 0, fill_slot = (C::stages - 1) * C::ring_stride;  // ring offsets of groups i and i + stages - 1
