@@ -126,9 +126,8 @@ struct vec_plan {
 inline size_t vec_counters_offset_floats(const vec_plan& plan) {
   return (plan.partial_floats + vec_counter_stride - 1) / vec_counter_stride * vec_counter_stride;
 }
-inline size_t vec_counter_bytes(const vec_plan& plan) {
-  return static_cast<size_t>(vec_counter_stride) * plan.counted_row_sets * sizeof(unsigned);
-}
+inline int vec_counter_words(const vec_plan& plan) { return vec_counter_stride * plan.counted_row_sets; }
+inline size_t vec_counter_bytes(const vec_plan& plan) { return static_cast<size_t>(vec_counter_words(plan)) * sizeof(unsigned); }
 inline size_t vec_workspace_bytes(const vec_plan& plan) {
   return plan.counted_row_sets > 0 ? vec_counters_offset_floats(plan) * sizeof(float) + vec_counter_bytes(plan)
                                    : plan.partial_floats * sizeof(float);
@@ -353,7 +352,7 @@ inline bool launch_vec(const attention_params& p, attention_args a, const vec_pl
   a.split_counters = counters;
   a.work_counters = counted ? counters + 1 : nullptr;
   if (counted) {
-    const int n = vec_counter_stride * plan.counted_row_sets;
+    const int n = vec_counter_words(plan);
     const int blocks = (n + vec_zero_threads - 1) / vec_zero_threads;
     vec_zero_counters_kernel<vec_zero_threads><<<blocks < 1024 ? blocks : 1024, vec_zero_threads, 0, stream>>>(counters, n);
   }

@@ -22,8 +22,9 @@
 // query rows, a column block per 4 rows (VCB). Lane (g, t) decodes chunk g of every block for
 // keys 2t, 2t + 1, 2t + 8, 2t + 9 (value_key); m-tile (b, kk) rows g and g + 8 are pairs kk and
 // kk + 4 of chunk g of block b. Transposing V instead (pairs across two keys, as the values' K
-// index runs along keys) took a fifth more byte permutes and twice the accumulators: H200, twenty-eighth session,
-// D = 256 at depth 4096 / 32768 / 131072 16.2 / 42.1 / 118.4 -> 15.3 / 40.3 / 115.1 us.
+// index runs along keys) took a fifth more byte permutes and twice the accumulators: H200,
+// twenty-eighth session, D = 256 at depth 4096 / 32768 / 131072 16.2 / 42.1 / 118.4 -> 15.3 /
+// 40.3 / 115.1 us.
 // Up to 8 query rows (heads of a GQA group x queries); turbo3 K and V; D = 128 or 256.
 #pragma once
 
@@ -217,7 +218,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
   // 3% fewer instructions and is no faster (H200: D = 256 143 -> 143-144 us, D = 128 78 -> 80 us).
   const turbo3_lut& lut = a.lut;
 
-  // ---- this warp's keys: chunks of CG groups, the first fixed, the rest claimed at run time ----
+  // ---- this warp's keys: chunks of CG groups, the first two fixed, the rest claimed at run time
   // Every warp of every split of these rows takes chunks of the keys [0, kv_end) until none is
   // left, so a warp that runs slower (the other work-group of its multiprocessor issues first)
   // takes fewer instead of holding up the end. The first two chunks of warp w of split s are
