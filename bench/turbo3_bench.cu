@@ -9,7 +9,9 @@
 //                                        (the FMA decode kernel forced), materialize, tile, and mma once
 //                                        launch.hpp has kernel_choice::mma.
 //   decode/<kernel>/<kv>/d<D>/depth<N>   one query row; kernel vec (the launcher's default choice),
-//                                        vec-scalar (FMA) and vec-mma (matrix instructions) forced.
+//                                        vec-counters (the same with caller-owned counters,
+//                                        launch_options::counters), vec-scalar (FMA) and vec-mma
+//                                        (matrix instructions) forced.
 // kv: f16 or turbo3 (both K and V). Q and out are f32, token-major as an engine lays them out.
 //
 // Method, the same for every family:
@@ -434,6 +436,7 @@ void prefill_benchmark(benchmark::State& state, const std::string& key, const pr
 struct decode_kernel {
   std::string name;
   turbo3::launch_options options;
+  bool own_counters = false;  // caller-owned counters (launch_options::counters), zeroed once
 };
 
 std::vector<decode_kernel> decode_kernels() {
@@ -443,6 +446,7 @@ std::vector<decode_kernel> decode_kernels() {
     return o;
   };
   return {{"vec", turbo3::launch_options{}},
+          {"vec-counters", turbo3::launch_options{}, true},  // the default kernel, no zeroing kernel per call
           {"vec-scalar", with(turbo3::vec_variant::scalar)},
           {"vec-mma", with(turbo3::vec_variant::matrix)}};
 }
@@ -480,6 +484,14 @@ void decode_benchmark(benchmark::State& state, const std::string& key, const dec
     BENCH_CHECK(hipDeviceSynchronize());
     turbo3::launch_options options = kernel.options;
     options.kv_splits = g_config.kv_splits;
+    if (kernel.own_counters) {
+      options.counters_bytes = counter_bytes(sets[0], options);
+      if (options.counters_bytes > 0) {
+        options.counters = c->alloc(options.counters_bytes);  // 256-aligned
+        BENCH_CHECK(hipMemset(options.counters, 0, options.counters_bytes));
+        BENCH_CHECK(hipDeviceSynchronize());
+      }
+    }
     build_case(*c, sets, options);
   }
   if (!time_case(state, *c)) return;

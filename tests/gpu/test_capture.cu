@@ -1,5 +1,7 @@
 // Graph capture of decode calls: arena and stream-ordered pool replayed with new contents; a
 // capture with a non-capture-safe allocator returns capture_unsafe and the stream stays usable.
+#include <algorithm>
+
 #include "attention_problem.hpp"
 
 using namespace turbo3;
@@ -69,6 +71,55 @@ TEST_CASE("capture: deep-context decode (65573 keys) with the arena allocator, 2
   arena_allocator arena(arena_memory.ptr, arena_memory.bytes);
   const double worst = turbo3_test::capture_and_replay(arena, stream, prob, rng, launch_options{}, 2, "arena, deep");
   std::printf("capture (arena, deep): 2 replays with new Q/K/V, worst NMSE %.3e\n", worst);
+  TURBO3_CHECK_HIP(hipStreamDestroy(stream));
+}
+
+// Caller-owned counters (launch_options::counters): each call leaves them zero for the next, so
+// eager calls and graph replays that share them stay correct (a call that left a count behind
+// would skip keys in the next one); too little memory or a misaligned pointer is refused.
+TEST_CASE("capture: decode with caller-owned counters, eager and 20 replays, left zero", "[capture][counters]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0xc0c0);
+  attention_problem prob(decode_case(), rng);
+  hipStream_t stream;
+  TURBO3_CHECK_HIP(hipStreamCreateWithFlags(&stream, hipStreamNonBlocking));
+  launch_options opt;
+  const size_t need = counter_bytes(prob.device_params(), opt);
+  REQUIRE(need > 0);
+  device_buffer counters(need + 128);  // hipMalloc: at least 256-byte aligned
+  TURBO3_CHECK_HIP(hipMemset(counters.ptr, 0, need + 128));
+  opt.counters = counters.ptr;
+  opt.counters_bytes = need;
+  device_buffer arena_memory(arena_allocator::footprint(workspace_bytes(prob.device_params(), opt)));
+  arena_allocator arena(arena_memory.ptr, arena_memory.bytes);
+  auto counters_zero = [&] {
+    std::vector<unsigned> c(need / sizeof(unsigned));
+    TURBO3_CHECK_HIP(hipMemcpy(c.data(), counters.ptr, need, hipMemcpyDeviceToHost));
+    return std::all_of(c.begin(), c.end(), [](unsigned v) { return v == 0u; });
+  };
+
+  launch_options small = opt;
+  small.counters_bytes = need - 4;
+  launch_options misaligned = opt;
+  misaligned.counters = static_cast<char*>(counters.ptr) + 64;
+  prob.poison_output();
+  CHECK(flash_attention(prob.device_params(), arena, stream, small) == status::invalid_argument);
+  CHECK(flash_attention(prob.device_params(), arena, stream, misaligned) == status::invalid_argument);
+
+  for (int i = 0; i < 4; ++i) {
+    prob.refill(rng);
+    prob.poison_output();
+    arena.reset();
+    REQUIRE(flash_attention(prob.device_params(), arena, stream, opt) == status::ok);
+    TURBO3_CHECK_HIP(hipStreamSynchronize(stream));
+    const double e = prob.compare_with_reference();
+    INFO("eager call " << i << ": NMSE " << e);
+    REQUIRE(e <= 1e-5);
+    REQUIRE(counters_zero());
+  }
+  arena.reset();
+  const double worst = turbo3_test::capture_and_replay(arena, stream, prob, rng, opt, 20, "arena, caller-owned counters");
+  CHECK(counters_zero());
+  std::printf("capture (arena, caller-owned counters): 4 eager calls and 20 replays, worst NMSE %.3e\n", worst);
   TURBO3_CHECK_HIP(hipStreamDestroy(stream));
 }
 

@@ -98,6 +98,7 @@ struct attention_args : attention_views {
   // Kernels that hand out their keys at run time (the warp variant): one counter per (seq,
   // kv_block, q_tile) of the chunks claimed so far, zero at launch; nullptr otherwise.
   unsigned* work_counters;
+  bool reset_counters;  // the counters outlive the call (launch_options::counters): leave them zero
   int ncols;            // queries per work-group
   int q_tiles;          // ceil(n_q / ncols)
   int n_splits, tiles_per_split;

@@ -565,6 +565,12 @@ TURBO3_DEVICE void merge_splits_if_last(const attention_args& a, const vec_conte
   if (tid == 0) is_last = platform::atomic_add_acq_rel(counter, 1u) == static_cast<unsigned>(a.n_splits - 1);
   platform::sync_threads();
   if (!is_last) return;
+  // Caller-owned counters are left zero for the next call: every split has counted, and every
+  // claim of the row set came before its work-group's count.
+  if (a.reset_counters && tid == 0) {
+    counter[0] = 0u;
+    if (a.work_counters) a.work_counters[vec_counter_offset(a, x, head_splits)] = 0u;
+  }
 
   // The tail of the whole kernel, so its time is the round trips of its loads: a thread takes
   // `per_pass` value pairs of one row and loads, for `batch` splits at once, their pairs and the
