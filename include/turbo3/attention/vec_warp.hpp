@@ -6,7 +6,8 @@
 // from a counter that every work-group of the row set shares, so the work ends evenly) and does
 // everything for a group alone: it stages the group's raw K and V bytes into its own shared-memory
 // ring with asynchronous copies (stages - 1 groups ahead), computes the 16 x 8 score fragment
-// (keys x query rows) with m16n8k16 multiply-adds on fp16 levels produced by byte permutes, runs
+// (keys x query rows) with m16n8k16 multiply-adds on fp16 levels produced by byte permutes (in
+// the deep-context form, m16n8k32 ones on the levels and Q as 14-bit integers), runs
 // the online softmax in registers, and accumulates O (rows x dims) with a second set of
 // multiply-adds. Warps synchronize with each other only at the start (Q) and at the end, where
 // their partial results merge into the split's one partial row per query row; the work-group that
@@ -118,13 +119,20 @@ struct vec_warp_config {
   // Q rows in fp32 while they are rotated, q_pitch floats apart (4 mod 32 words: the fragment
   // loads of rows g and g + 1 fall on different banks).
   static constexpr int q_pitch = D + 4;
-  static constexpr int query_bytes = NR * q_pitch * 4;
+  // ... and after them each (row, 128-value group)'s largest magnitude, for the integer Q operand.
+  static constexpr int query_bytes = (NR * q_pitch + NR * blocks) * 4;
   static_assert(query_bytes <= (stages - 1) * ring_stride, "Q fits in the ring's later slots");
   static constexpr int merge_bytes = n_warps * NR * (D + 2) * 4;
   static constexpr int max2(int x, int y) { return x > y ? x : y; }
   static constexpr int smem_bytes =
       max2(max2(staging_bytes, max2(query_bytes, merge_bytes)), vec_merge_floats<D, NR> * 4);
-  static constexpr int q_frags = blocks * 2 * 4;         // Q fragments per lane: [block][half][k-step]
+  // The scores on integer multiplies (m16n8k32, signed bytes) in the deep-context (6-warp) form,
+  // on fp16 ones (m16n8k16) in the others. H200, thirtieth session, D = 256: the integer form 1.5%
+  // faster at depth 131072 (109.1 -> 107.5 us), 6-7% slower at 4096 (12.9 -> 13.7 us; D = 128 the
+  // same), where the rounding of Q and a longer score chain are not amortized.
+  static constexpr bool integer_scores = n_warps == vec_warp_deep_warps;
+  // Q fragments per lane (and byte plane, integer): [block][half][k-step]
+  static constexpr int q_frags = blocks * 2 * (integer_scores ? 2 : 4);
   // V blocks whose value operand is decoded before the softmax, so that their byte permutes fill
   // the softmax's dependency waits. H200 (twenty-second session): the first of two at D = 256 1.4%
   // faster at depth 131072 (214-220 registers, still 2 work-groups per SM; both blocks early
@@ -186,6 +194,12 @@ struct warp_queries {
       if (a.rotate_q && on[k]) rotate_group_warp32<false>(u, lane);  // warp-uniform
       if (item < items)
         reinterpret_cast<float4*>(q_nat + r * C::q_pitch + b * block_values)[lane] = make_float4(u[0], u[1], u[2], u[3]);
+      if constexpr (C::integer_scores) {
+        float m = fmaxf(fmaxf(fabsf(u[0]), fabsf(u[1])), fmaxf(fabsf(u[2]), fabsf(u[3])));
+        TURBO3_UNROLL
+        for (int o = 1; o < 32; o *= 2) m = fmaxf(m, platform::shfl_xor(m, o));
+        if (item < items && lane == 0) q_nat[C::NR * C::q_pitch + item] = m;  // item = r * blocks + b
+      }
     }
     platform::sync_threads();
   }
@@ -384,15 +398,50 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
     const auto plans = copy_plans(unit_c);
     stage(unit_c, plans.first, plans.second, 0, 0);
   });
-  // ---- Q fragments (B operand of the scores): row g, chunk 8b+t+4h, k-step k, in registers (the
-  // kernel is compiled for 2 work-groups per SM, so the 32 registers they take at D = 256 are free;
-  // in shared memory they cost 16 loads per group) -------------------------------------------------
-  uint2 q_frag[C::q_frags];
+  // ---- Q fragments (B operand of the scores), in registers (the kernel is compiled for 2
+  // work-groups per SM, so the 32 registers they take at D = 256 are free; in shared memory they
+  // cost 16 loads per group). fp16: row g, chunk 8b+t+4h, k-step k. Integer (C::integer_scores):
+  // each row of Q is scaled so that its largest magnitude is i8_pair_max and rounded to an integer
+  // q = 128 * hi + lo, the levels likewise (turbo3_lut::i8_*), and a score is 128 * (K_hi . Q_hi)
+  // + K_hi . Q_lo + K_lo . Q_hi (K_lo . Q_lo, under 2^-14 of the rest, left out): the K operand is
+  // two byte permutes per four values where fp16 takes four. Lane (g, t), block b, half h, k-step
+  // k: row g, slots 8k + 0..3 (.x) and 8k + 4..7 (.y) of chunk 8b + t + 4h. ------------------------
+  constexpr bool integer_scores = C::integer_scores;
+  uint2 q_frag[integer_scores ? 1 : C::q_frags];
+  uint2 q_hi[integer_scores ? C::q_frags : 1], q_lo[integer_scores ? C::q_frags : 1];
+  float score_unit[2] = {1.0f, 1.0f};  // integer: per score row 2t + e, the integer dot's unit
   {
     float* q_nat = reinterpret_cast<float*>(smem + C::ring_stride);  // the ring's later slots, not yet staged
     queries.store(a, q_nat, warp, lane);
+    const float* q_absmax = q_nat + NR * C::q_pitch;  // [row][block] (integer)
+    auto row_max = [&](int r) {
+      float m = 0.0f;
+      TURBO3_UNROLL
+      for (int b = 0; b < C::blocks; ++b) m = fmaxf(m, q_absmax[r * C::blocks + b]);
+      return m;
+    };
+    const float g_max = integer_scores ? row_max(g) : 0.0f;
+    const float q_scale = g_max > 0.0f ? i8_pair_max / g_max : 0.0f;  // a zero row stays zero
+    // hi = rint(x / 128) and lo = rint(x) - 128 hi (|lo| <= 64) of x = v * q_scale, rounded by
+    // adding 1.5 * 2^23 (the sum's low mantissa byte is the integer's two's-complement byte).
+    auto q_bytes = [&](const float* v, int slot0, uint32_t& hi, uint32_t& lo) {
+      constexpr float round_bias = 12582912.0f;
+      uint32_t hb[4], lb[4];
+      TURBO3_UNROLL
+      for (int e = 0; e < 4; ++e) {
+        const float x = v[L::value_of_slot(slot0 + e)] * q_scale;
+        const float h = fmaf(x, 1.0f / 128.0f, round_bias);
+        const float l = fmaf(h - round_bias, -128.0f, x) + round_bias;
+        hb[e] = platform::float_to_bits(h);
+        lb[e] = platform::float_to_bits(l);
+      }
+      hi = platform::permute_bytes<0, 1, 4, 5>(platform::permute_bytes<0, 4, 0, 4>(hb[0], hb[1]),
+                                               platform::permute_bytes<0, 4, 0, 4>(hb[2], hb[3]));
+      lo = platform::permute_bytes<0, 1, 4, 5>(platform::permute_bytes<0, 4, 0, 4>(lb[0], lb[1]),
+                                               platform::permute_bytes<0, 4, 0, 4>(lb[2], lb[3]));
+    };
     TURBO3_UNROLL
-    for (int bh = 0; bh < C::q_frags / 4; ++bh) {  // chunk 8b + t + 4h: its 16 values, then 4 fragments
+    for (int bh = 0; bh < C::blocks * 2; ++bh) {  // chunk 8b + t + 4h: its 16 values, then its fragments
       const int b = bh / 2, h = bh % 2;
       const float4* q4 = reinterpret_cast<const float4*>(q_nat + g * C::q_pitch + (8 * b + t + 4 * h) * kv::chunk_values);
       float v[kv::chunk_values];
@@ -401,10 +450,22 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
         const float4 w = q4[i];
         v[4 * i] = w.x, v[4 * i + 1] = w.y, v[4 * i + 2] = w.z, v[4 * i + 3] = w.w;
       }
+      if constexpr (integer_scores) {
+        TURBO3_UNROLL
+        for (int k = 0; k < 2; ++k) {
+          q_bytes(v, 8 * k, q_hi[bh * 2 + k].x, q_lo[bh * 2 + k].x);
+          q_bytes(v, 8 * k + 4, q_hi[bh * 2 + k].y, q_lo[bh * 2 + k].y);
+        }
+      } else {
+        TURBO3_UNROLL
+        for (int k = 0; k < 4; ++k)
+          q_frag[bh * 4 + k] = make_uint2(platform::pack_half2(v[L::value_of_slot(4 * k)], v[L::value_of_slot(4 * k + 1)]),
+                                          platform::pack_half2(v[L::value_of_slot(4 * k + 2)], v[L::value_of_slot(4 * k + 3)]));
+      }
+    }
+    if constexpr (integer_scores) {
       TURBO3_UNROLL
-      for (int k = 0; k < 4; ++k)
-        q_frag[bh * 4 + k] = make_uint2(platform::pack_half2(v[L::value_of_slot(4 * k)], v[L::value_of_slot(4 * k + 1)]),
-                                        platform::pack_half2(v[L::value_of_slot(4 * k + 2)], v[L::value_of_slot(4 * k + 3)]));
+      for (int e = 0; e < 2; ++e) score_unit[e] = 128.0f * lut.i8_unit * row_max(2 * t + e) / i8_pair_max;
     }
     platform::sync_threads();  // the ring's later slots are staged next
   }
@@ -445,25 +506,52 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
       float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // (key g, row 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1)
       TURBO3_UNROLL
       for (int b = 0; b < C::blocks; ++b) {
-        float part[2][4] = {};  // one accumulator per chunk half: two independent mma chains
-        TURBO3_UNROLL
-        for (int h = 0; h < 2; ++h) {
-          uint32_t ha[8], hb[8];
-          L::decode_half2(L::load_raw(row_a, b, t + 4 * h), lut, ha);
-          L::decode_half2(L::load_raw(row_b, b, t + 4 * h), lut, hb);
-          TURBO3_UNROLL
-          for (int k = 0; k < 4; ++k) {
-            const uint32_t frag[4] = {ha[2 * k], hb[2 * k], ha[2 * k + 1], hb[2 * k + 1]};
-            const uint2 qf = q_frag[(b * 2 + h) * 4 + k];
-            const uint32_t qb[2] = {qf.x, qf.y};
-            platform::mma_m16n8k16(part[h], frag, qb);
-          }
-        }
         const float norm_a = L::scale(row_a, b), norm_b = L::scale(row_b, b);
-        s[0] += norm_a * (part[0][0] + part[1][0]);
-        s[1] += norm_a * (part[0][1] + part[1][1]);
-        s[2] += norm_b * (part[0][2] + part[1][2]);
-        s[3] += norm_b * (part[0][3] + part[1][3]);
+        if constexpr (integer_scores) {
+          int hh[4] = {}, hl[4] = {}, lh[4] = {};  // K_hi Q_hi, K_hi Q_lo, K_lo Q_hi: three independent chains
+          TURBO3_UNROLL
+          for (int h = 0; h < 2; ++h) {
+            uint32_t ha[4], la[4], hb[4], lb[4];
+            L::decode_i8(L::load_raw(row_a, b, t + 4 * h), lut, ha, la);
+            L::decode_i8(L::load_raw(row_b, b, t + 4 * h), lut, hb, lb);
+            TURBO3_UNROLL
+            for (int k = 0; k < 2; ++k) {
+              const uint32_t k_hi[4] = {ha[2 * k], hb[2 * k], ha[2 * k + 1], hb[2 * k + 1]};
+              const uint32_t k_lo[4] = {la[2 * k], lb[2 * k], la[2 * k + 1], lb[2 * k + 1]};
+              const int f = (b * 2 + h) * 2 + k;
+              const uint32_t qh[2] = {q_hi[f].x, q_hi[f].y}, ql[2] = {q_lo[f].x, q_lo[f].y};
+              platform::mma_m16n8k32_s8(hh, k_hi, qh);
+              platform::mma_m16n8k32_s8(hl, k_hi, ql);
+              platform::mma_m16n8k32_s8(lh, k_lo, qh);
+            }
+          }
+          TURBO3_UNROLL
+          for (int e = 0; e < 4; ++e)  // |128 hh + hl + lh| < 2^29 over a block: exact in int32
+            s[e] += (e < 2 ? norm_a : norm_b) * static_cast<float>(128 * hh[e] + hl[e] + lh[e]);
+        } else {
+          float part[2][4] = {};  // one accumulator per chunk half: two independent mma chains
+          TURBO3_UNROLL
+          for (int h = 0; h < 2; ++h) {
+            uint32_t ha[8], hb[8];
+            L::decode_half2(L::load_raw(row_a, b, t + 4 * h), lut, ha);
+            L::decode_half2(L::load_raw(row_b, b, t + 4 * h), lut, hb);
+            TURBO3_UNROLL
+            for (int k = 0; k < 4; ++k) {
+              const uint32_t frag[4] = {ha[2 * k], hb[2 * k], ha[2 * k + 1], hb[2 * k + 1]};
+              const uint2 qf = q_frag[(b * 2 + h) * 4 + k];
+              const uint32_t qb[2] = {qf.x, qf.y};
+              platform::mma_m16n8k16(part[h], frag, qb);
+            }
+          }
+          s[0] += norm_a * (part[0][0] + part[1][0]);
+          s[1] += norm_a * (part[0][1] + part[1][1]);
+          s[2] += norm_b * (part[0][2] + part[1][2]);
+          s[3] += norm_b * (part[0][3] + part[1][3]);
+        }
+      }
+      if constexpr (integer_scores) {
+        TURBO3_UNROLL
+        for (int e = 0; e < 4; ++e) s[e] *= score_unit[e & 1];
       }
 
       // The value operand of the first early_v_blocks V blocks, decoded before the softmax.

@@ -4,6 +4,7 @@
 // per block (scores) or fold into the softmax weight (values), never per element.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "turbo3/format/block.hpp"
@@ -19,11 +20,27 @@ namespace turbo3 {
 // sign_spread: the byte-permute table (NVIDIA) that moves sign bits 2n and 2n+2 of a chunk to bit 2
 // of nibbles n and n+1 (platform::even_bits_to_nibble_bit2); carried here so that a kernel can keep
 // all of its lookup tables in registers (as immediates they are re-materialized before each use).
+// i8_hi_plane / i8_lo_plane: the levels as integers, level / i8_unit = 128 * hi + lo with hi in
+// [-127, 127] and lo in [-64, 63] (a byte each, indexed like the fp16 planes): operands of integer
+// matrix multiplies, whose byte lanes need no pairing of low and high bytes (decode_i8).
 struct turbo3_lut {
   uint32_t lo_plane[2];
   uint32_t hi_plane[2];
   uint32_t sign_spread[2];
+  uint32_t i8_hi_plane[2];
+  uint32_t i8_lo_plane[2];
+  float i8_unit;
 };
+
+// The largest magnitude of a level or a query value in the two-byte integer form (128 * hi + lo,
+// hi <= 127 once lo is rounded into [-64, 63]).
+inline constexpr float i8_pair_max = 16256.0f;
+
+// v (|v| <= i8_pair_max, an integer) as 128 * hi + lo with lo in [-64, 63].
+TURBO3_HD inline void split_i8_pair(int v, int& hi, int& lo) {
+  hi = (v + 64) >> 7;  // arithmetic shift: floor
+  lo = v - 128 * hi;
+}
 
 inline turbo3_lut make_turbo3_lut(codebook cb) {
   const codebook_table t = codebook_values(cb);
@@ -35,6 +52,16 @@ inline turbo3_lut make_turbo3_lut(codebook cb) {
   }
   lut.sign_spread[0] = 0x00000400u;  // selector nibble s in {0, 1, 4, 5} -> byte (s & 1) << 2 | (s & 4) << 4
   lut.sign_spread[1] = 0x00004440u;
+  float max_level = 0.0f;
+  for (int i = 0; i < 8; ++i) max_level = std::fabs(t.level[i]) > max_level ? std::fabs(t.level[i]) : max_level;
+  const float scale = i8_pair_max / max_level;
+  for (int i = 0; i < 8; ++i) {
+    int hi = 0, lo = 0;
+    split_i8_pair(static_cast<int>(std::lround(t.level[i] * scale)), hi, lo);
+    lut.i8_hi_plane[i / 4] |= (static_cast<uint32_t>(hi) & 0xffu) << (8 * (i % 4));
+    lut.i8_lo_plane[i / 4] |= (static_cast<uint32_t>(lo) & 0xffu) << (8 * (i % 4));
+  }
+  lut.i8_unit = 1.0f / scale;
   return lut;
 }
 
@@ -51,7 +78,10 @@ TURBO3_DEVICE TURBO3_FORCEINLINE turbo3_lut lut_in_registers(const turbo3_lut& i
     lut.lo_plane[i] = platform::keep_in_register(in.lo_plane[i]);
     lut.hi_plane[i] = platform::keep_in_register(in.hi_plane[i]);
     lut.sign_spread[i] = platform::keep_in_register(in.sign_spread[i]);
+    lut.i8_hi_plane[i] = in.i8_hi_plane[i];  // plain copies: kernels that never read them drop them
+    lut.i8_lo_plane[i] = in.i8_lo_plane[i];
   }
+  lut.i8_unit = in.i8_unit;
   return lut;
 }
 
@@ -134,6 +164,21 @@ struct turbo3_loader {
       const uint32_t hi = platform::lookup_bytes4(lut.hi_plane[0], lut.hi_plane[1], words[w]);
       out[2 * w] = platform::permute_bytes<0, 4, 1, 5>(lo, hi);
       out[2 * w + 1] = platform::permute_bytes<2, 6, 3, 7>(lo, hi);
+    }
+  }
+
+  // The chunk's 16 levels as signed bytes, for integer matrix multiplies: byte e of hi[w] and lo[w]
+  // is slot 4w + e (level / i8_unit = 128 * hi + lo). Two byte permutes per four values, no pairing
+  // of low and high bytes.
+  TURBO3_DEVICE TURBO3_FORCEINLINE static void decode_i8(const raw_chunk& raw, const turbo3_lut& lut, uint32_t hi[4],
+                                                        uint32_t lo[4]) {
+    uint32_t even, odd;
+    index_words(raw, lut, even, odd);
+    const uint32_t words[4] = {even, platform::upper_half(even), odd, platform::upper_half(odd)};
+    TURBO3_UNROLL
+    for (int w = 0; w < 4; ++w) {
+      hi[w] = platform::lookup_bytes4(lut.i8_hi_plane[0], lut.i8_hi_plane[1], words[w]);
+      lo[w] = platform::lookup_bytes4(lut.i8_lo_plane[0], lut.i8_lo_plane[1], words[w]);
     }
   }
 

@@ -37,6 +37,24 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_m16n8k16(float c[4], const uint32_t a[
 #endif
 }
 
+// The integer form, m16n8k32 with signed bytes and int32 accumulators: the same layout with four
+// bytes per register where the fp16 form has two halves (a[0] = A[g][4t .. 4t+3], a[1] = A[g+8][..],
+// a[2] = A[g][4t+16 .. 4t+19], a[3] = A[g+8][..]; b[0] = B[4t .. 4t+3][g], b[1] = B[4t+16 .. 4t+19][g]).
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_m16n8k32_s8(int c[4], const uint32_t a[4], const uint32_t b[2]) {
+#if defined(TURBO3_PLATFORM_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  (void)c;
+  (void)a;
+  (void)b;
+  __builtin_trap();  // never launched: has_mma_m16n8k16 routes these targets elsewhere
+#endif
+}
+
 // The transpose of an 8 x 8 matrix of 16-bit elements held one row pair per lane (lane (g, t) holds
 // M[g][2t, 2t+1]): lane (g, t) receives M[2t][g] (low half) and M[2t+1][g]. A score fragment's
 // 8 x 8 quarter thus becomes the operand fragment of its transpose without shared memory.
