@@ -200,9 +200,10 @@ TEST_CASE("VEC: the warp kernel over row layouts, shifts, GQA, options; the scal
   int variant = 0;
   // Row strides (token-major, rows of 50 * D / 128 bytes per head): D = 128 with 1 or 3 KV heads is
   // copied in 2-byte units, with 2 heads in 4-byte units (rows starting 0 or 2 bytes into a word),
-  // with 4 or 8 heads in 8-byte units (rows starting 0, 2, 4 or 6 bytes into a unit); D = 256 with
-  // 1 or 3 heads in 4-byte units, with 2, 4 or 8 heads (the benchmark's layout) in 8-byte units
-  // (rows starting 0 or 4 bytes in).
+  // with 4 heads in 8-byte units (rows starting 0, 2, 4 or 6 bytes into a unit), with 8 heads in
+  // 16-byte units on even heads (rows starting 0, 4, 8 or 12 bytes in) and 8-byte units on odd
+  // ones; D = 256 with 1 or 3 heads in 4-byte units, with 2 heads in 8-byte units (rows starting 0
+  // or 4 bytes in), with 4 or 8 heads (the benchmark's layout) in 16-byte units (0, 4, 8 or 12).
   for (int d : {128, 256})
     for (int n_head_kv : {1, 2, 3, 4, 8})
       for (int gqa : {1, 2, 4, 8})

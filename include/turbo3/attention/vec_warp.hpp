@@ -72,6 +72,14 @@ TURBO3_HD constexpr bool vec_warp_head_dim(int d) { return d == 128 || d == 256;
 TURBO3_HD constexpr int vec_row_unit(int64_t k_nb1, int64_t v_nb1) {
   return k_nb1 % 8 == 0 && v_nb1 % 8 == 0 ? 8 : k_nb1 % 4 == 0 && v_nb1 % 4 == 0 ? 4 : 2;
 }
+// The same for the heads at k_head and v_head: 16 where both strides are multiples of 16 and both
+// heads' rows start 4-byte aligned (so a row starts at most 12 bytes into its first 16-byte unit),
+// as in an engine's cache of whole-token rows (H heads of 50-byte blocks: a stride of 100 H bytes
+// at D = 256); else vec_row_unit.
+TURBO3_HD inline int vec_head_row_unit(int64_t k_nb1, int64_t v_nb1, const void* k_head, const void* v_head) {
+  const bool aligned4 = ((reinterpret_cast<uintptr_t>(k_head) | reinterpret_cast<uintptr_t>(v_head)) & 3u) == 0;
+  return k_nb1 % 16 == 0 && v_nb1 % 16 == 0 && aligned4 ? 16 : vec_row_unit(k_nb1, v_nb1);
+}
 
 template <int D, int WARPS = 4>
 struct vec_warp_config {
@@ -104,6 +112,10 @@ struct vec_warp_config {
   }
   static_assert(only_last_unit_partial(8) && only_last_unit_partial(4), "a lane's earlier units are whole");
   static_assert(16 * units_per_lane <= pitch, "a row's units stay inside its slot");
+  // 16-byte copies: one lane per row (K rows in lanes 0-15, V rows in 16-31), each copying the
+  // row_units_16 units that cover a row starting up to 12 bytes into its first.
+  static constexpr int row_units_16 = (row_bytes + 12 + 15) / 16;
+  static_assert(16 * row_units_16 <= pitch, "a row's 16-byte units stay inside its slot");
   TURBO3_HD static constexpr int max_row_units(int unit) { return (row_bytes + unit - 2 + unit - 1) / unit; }
   // 2-byte copies (ordinary loads): lanes_per_row_2 lanes per row (as many as its 4-byte units,
   // rounded up to a power of two), each copying every lanes_per_row_2-th half word of it; rows_per_pass_2
@@ -205,11 +217,13 @@ struct warp_queries {
   }
 };
 
-// Rows are staged in units of `row_unit` bytes (vec_row_unit: the largest of 8 and 4 that divides
-// both row strides, so every row of a head has the same alignment to it), with asynchronous copies
-// of that size, 16 / unit lanes per row (a row of 50-byte blocks may start inside a unit: the copy then begins
-// at the unit's start, and a last partial unit is read alone and zero-filled); 2: rows are copied in
-// 2-byte units with ordinary loads (correct for any layout, but not overlapped).
+// Rows are staged in units of `row_unit` bytes (vec_head_row_unit: 16 where both row strides are
+// multiples of 16 and the heads' rows start 4-byte aligned, else the largest of 8 and 4 that divides
+// both strides, so every row of a head has the same alignment to it), with asynchronous copies of
+// that size, 16 / unit lanes per row (one lane per row and tensor with 16-byte units; a row of
+// 50-byte blocks may start inside a unit: the copy then begins at the unit's start, and a last
+// partial unit is read alone and zero-filled); 2: rows are copied in 2-byte units with ordinary
+// loads (correct for any layout, but not overlapped).
 // MASKED: the call has a mask (a separate instantiation keeps the common unmasked softmax free of
 // mask loads and their branches). VCB: the value side's column blocks of 4 query rows, 1 where the
 // work-group has at most 4 rows (half the accumulators and value multiplies of 2). WARPS: 4 or 6
@@ -227,7 +241,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
   const vec_context x = make_vec_context(a, head_splits, true);
   warp_queries<C> queries;
   queries.load(a, x, warp, lane);
-  const int row_unit = vec_row_unit(a.k_nb1, a.v_nb1);
+  const int row_unit = vec_head_row_unit(a.k_nb1, a.v_nb1, x.k_head, x.v_head);
   // The lookup tables stay kernel arguments: kept in registers (lut_in_registers) the kernel issues
   // 3% fewer instructions and is no faster (H200: D = 256 143 -> 143-144 us, D = 128 78 -> 80 us).
   const turbo3_lut& lut = a.lut;
@@ -267,7 +281,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
   unsigned char* ring = smem + warp * C::stage_bytes;  // slot k at k * ring_stride
 
   // Where a row starts inside its first copy unit (the same for every row of a head).
-  const int unit_mask = row_unit == 8 ? 6 : row_unit == 4 ? 2 : 0;
+  const int unit_mask = row_unit == 16 ? 12 : row_unit == 8 ? 6 : row_unit == 4 ? 2 : 0;
   const int k_shift = static_cast<int>(reinterpret_cast<uintptr_t>(x.k_head) & unit_mask);
   const int v_shift = static_cast<int>(reinterpret_cast<uintptr_t>(x.v_head) & unit_mask);
   // What lane q of a row copies of it (8- and 4-byte copies) is fixed for the whole kernel. Rows
@@ -330,14 +344,48 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
       }
     }
   };
+  // 16-byte copies: lane l copies row l % 16 of K (l < 16) or of V, all of its units from one
+  // source address (a 64-bit multiply-add per group where 8-byte units take one per pass and
+  // tensor), so a group is 7 copies per lane at D = 256 instead of 14. They allocate in L1
+  // (async_copy_sized<16>): a lane's next unit is the second half of the sector its last one
+  // fetched. Copies that bypassed L1 (cp.async.cg) were 13% slower at depth 131072 (H200,
+  // thirtieth session, call B; each then reads its sector from L2 on its own, it seems); through L1,
+  // D = 256 0.7-1.4% faster at 131072 and 1% at 32768 than 8-byte copies (call C).
+  struct copy16_plan {
+    const char* first;  // the lane's tensor's head, moved back to the start of its rows' first unit
+    int64_t nb1;
+    int dst_offset;     // of the lane's row in a ring slot
+    int last_bytes;     // of the last unit, read from the cache (the rest zero-filled)
+  };
+  auto make_copy16_plan = [&]() {
+    const bool is_v = lane >= 16;
+    const int shift = is_v ? v_shift : k_shift;
+    return copy16_plan{(is_v ? x.v_head : x.k_head) - shift, is_v ? a.v_nb1 : a.k_nb1,
+                       (is_v ? C::tile_bytes : 0) + (lane % 16) * C::pitch,
+                       C::row_bytes + shift - 16 * (C::row_units_16 - 1)};
+  };
+  auto copy_rows16 = [&](const copy16_plan& cp, int slot, int j0, int n) {
+    const int row = lane % 16;
+    if (row < n) {
+      const char* src = cp.first + static_cast<int64_t>(j0 + row) * cp.nb1;
+      const platform::async_destination d = platform::async_destination_of(ring) + slot + cp.dst_offset;
+      TURBO3_UNROLL
+      for (int u = 0; u + 1 < C::row_units_16; ++u) platform::async_copy_sized<16>(d + 16 * u, src + 16 * u, 16);
+      platform::async_copy_sized<16>(d + 16 * (C::row_units_16 - 1), src + 16 * (C::row_units_16 - 1), cp.last_bytes);
+    }
+  };
   // This warp's group i into the ring slot at byte offset `slot` (that of slot i % stages).
-  auto stage = [&](auto unit_c, const copy_plan& k_copy, const copy_plan& v_copy, int i, int slot) {
+  auto stage = [&](auto unit_c, const auto& plans, int i, int slot) {
     take_chunk(i);
     const int j0 = group_start(i);
     if (j0 < x.kv_end) {
       const int n = min(G, x.kv_end - j0);
-      copy_rows(unit_c, slot, x.k_head, a.k_nb1, k_copy, j0, n);
-      copy_rows(unit_c, slot + C::tile_bytes, x.v_head, a.v_nb1, v_copy, j0, n);
+      if constexpr (decltype(unit_c)::value == 16) {
+        copy_rows16(plans, slot, j0, n);
+      } else {
+        copy_rows(unit_c, slot, x.k_head, a.k_nb1, plans.first, j0, n);
+        copy_rows(unit_c, slot + C::tile_bytes, x.v_head, a.v_nb1, plans.second, j0, n);
+      }
     }
     platform::async_commit();  // one group per step, empty or not, so the wait count stays exact
   };
@@ -384,20 +432,22 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
   const uint32_t place_sel = (g & 1) ? 0x0044u | half_lo << 8 | half_hi << 12 : half_lo | half_hi << 4 | 0x4400u;
 
   auto copy_plans = [&](auto unit_c) {
-    constexpr int copy_size = decltype(unit_c)::value == 2 ? 4 : decltype(unit_c)::value;  // 2: plans unused
-    return std::make_pair(make_copy_plan(std::integral_constant<int, copy_size>{}, k_shift),
-                          make_copy_plan(std::integral_constant<int, copy_size>{}, v_shift));
+    if constexpr (decltype(unit_c)::value == 16) {
+      return make_copy16_plan();
+    } else {
+      constexpr int copy_size = decltype(unit_c)::value == 2 ? 4 : decltype(unit_c)::value;  // 2: plans unused
+      return std::make_pair(make_copy_plan(std::integral_constant<int, copy_size>{}, k_shift),
+                            make_copy_plan(std::integral_constant<int, copy_size>{}, v_shift));
+    }
   };
   auto with_row_unit = [&](auto f) {
-    if (row_unit == 8) f(std::integral_constant<int, 8>{});
+    if (row_unit == 16) f(std::integral_constant<int, 16>{});
+    else if (row_unit == 8) f(std::integral_constant<int, 8>{});
     else if (row_unit == 4) f(std::integral_constant<int, 4>{});
     else f(std::integral_constant<int, 2>{});
   };
   // Group 0 goes out before the Q work, so its copies land while Q loads and rotates.
-  with_row_unit([&](auto unit_c) {
-    const auto plans = copy_plans(unit_c);
-    stage(unit_c, plans.first, plans.second, 0, 0);
-  });
+  with_row_unit([&](auto unit_c) { stage(unit_c, copy_plans(unit_c), 0, 0); });
   // ---- Q fragments (B operand of the scores), in registers (the kernel is compiled for 2
   // work-groups per SM, so the 32 registers they take at D = 256 are free; in shared memory they
   // cost 16 loads per group). fp16: row g, chunk 8b+t+4h, k-step k. Integer (C::integer_scores):
@@ -472,9 +522,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
 
   auto run_groups = [&](auto unit_c) {
     const auto plans = copy_plans(unit_c);
-    const copy_plan k_copy = plans.first, v_copy = plans.second;
     TURBO3_UNROLL
-    for (int i = 1; i < C::stages - 1; ++i) stage(unit_c, k_copy, v_copy, i, i * C::ring_stride);
+    for (int i = 1; i < C::stages - 1; ++i) stage(unit_c, plans, i, i * C::ring_stride);
     // The first claim, only now: it is first taken by the staging of group 2 * CG, two groups
     // later. Issued at the kernel's start (when only the first chunk was fixed), it cost 0.4-1.1 us
     // per call at D = 256 (H200, twenty-ninth session, calls B and C).
@@ -482,7 +531,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
 
     int use_slot = 0, fill_slot = (C::stages - 1) * C::ring_stride;  // ring offsets of groups i and i + stages - 1
     for (int i = 0; group_start(i) < x.kv_end; ++i) {  // warp-uniform
-      stage(unit_c, k_copy, v_copy, i + C::stages - 1, fill_slot);
+      stage(unit_c, plans, i + C::stages - 1, fill_slot);
       fill_slot = next_slot(fill_slot);
       platform::async_wait<C::stages - 1>();
       platform::sync_warp();

@@ -70,11 +70,12 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void async_copy2_of4(async_destination dst, con
 
 // The first `bytes` (0..Bytes, even) of a Bytes-sized unit from global, the rest zero-filled: a
 // row's last partial unit is copied without reading past the row (0: nothing is read, the unit is
-// zeroed). Bytes = 4 or 8; both addresses aligned to Bytes.
+// zeroed). Bytes = 4, 8 or 16; both addresses aligned to Bytes.
 template <int Bytes>
 TURBO3_DEVICE TURBO3_FORCEINLINE void async_copy_sized(async_destination dst, const void* global_src, int bytes) {
-  static_assert(Bytes == 4 || Bytes == 8, "cp.async sizes with a source size");
+  static_assert(Bytes == 4 || Bytes == 8 || Bytes == 16, "cp.async sizes with a source size");
 #if TURBO3_HAS_CP_ASYNC
+  // .ca at every size: a 16-byte copy allocates in L1 too (async_copy<16> does not).
   asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(global_src), "n"(Bytes), "r"(bytes));
 #else
   const uint16_t* s = static_cast<const uint16_t*>(global_src);
