@@ -406,6 +406,14 @@ inline mma_form mma_form_of(mma_variant v) {
   return mma_form::warp_specialized;
 }
 
+// The plan of a valid call (validate(p) == ok) that routes to a VEC kernel able to run it; false
+// for every other route (the size queries then report no VEC memory).
+inline bool routed_vec_plan(const attention_params& p, const launch_options& opt, vec_plan& plan) {
+  if (route(p, opt) != kernel_choice::vec || vec_supported(p) != status::ok) return false;
+  plan = make_vec_plan(p, opt, current_multiprocessor_count());
+  return true;
+}
+
 }  // namespace detail
 
 // Bytes of workspace flash_attention will ask the allocator for with these params and options
@@ -417,17 +425,16 @@ inline size_t workspace_bytes(const attention_params& p, const launch_options& o
   if (detail::route(p, opt) == kernel_choice::tile) return 0;  // TILE needs no workspace
   if (detail::route(p, opt) == kernel_choice::mma) return 0;   // nor does MMA
   if (detail::route(p, opt) == kernel_choice::materialize) return detail::materialize_workspace_bytes(p);
-  if (detail::route(p, opt) != kernel_choice::vec || detail::vec_supported(p) != status::ok) return 0;
-  return detail::vec_workspace_bytes(detail::make_vec_plan(p, opt, detail::current_multiprocessor_count()),
-                                     opt.counters != nullptr);
+  detail::vec_plan plan;
+  return detail::routed_vec_plan(p, opt, plan) ? detail::vec_workspace_bytes(plan, opt.counters != nullptr) : 0;
 }
 
 // Bytes of caller-owned counter memory (launch_options::counters) a call needs; 0 where its kernel
 // keeps no counters (every route but the warp decode kernel) or the input is invalid.
 inline size_t counter_bytes(const attention_params& p, const launch_options& opt = {}) {
   if (validate(p) != status::ok) return 0;
-  if (detail::route(p, opt) != kernel_choice::vec || detail::vec_supported(p) != status::ok) return 0;
-  return detail::vec_counter_bytes(detail::make_vec_plan(p, opt, detail::current_multiprocessor_count()));
+  detail::vec_plan plan;
+  return detail::routed_vec_plan(p, opt, plan) ? detail::vec_counter_bytes(plan) : 0;
 }
 
 // One-time setup outside any capture: caches the device's properties and the occupancy of every
