@@ -522,6 +522,13 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
 
   auto run_groups = [&](auto unit_c) {
     const auto plans = copy_plans(unit_c);
+    // A chunk's packed bits. Rows staged in 16-byte units start 4-byte aligned (their shift is 0,
+    // 4, 8 or 12), so the qs words of their odd blocks are aligned: one 32-bit load instead of
+    // two 16-bit loads and a multiply-add to join them.
+    auto load_chunk = [&](const char* row, int b, int q) {
+      if (decltype(unit_c)::value == 16 && (b & 1)) return L::load_raw_word_aligned(row, b, q);
+      return L::load_raw(row, b, q);
+    };
     TURBO3_UNROLL
     for (int i = 1; i < C::stages - 1; ++i) stage(unit_c, plans, i, i * C::ring_stride);
     // The first claim, only now: it is first taken by the staging of group 2 * CG, two groups
@@ -546,7 +553,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
       TURBO3_UNROLL
       for (int b = 0; b < C::blocks; ++b) {
         TURBO3_UNROLL
-        for (int k = 0; k < 4; ++k) v_raw[b][k] = L::load_raw(v_tile + value_key(k) * C::pitch, b, g);
+        for (int k = 0; k < 4; ++k) v_raw[b][k] = load_chunk(v_tile + value_key(k) * C::pitch, b, g);
       }
 
       // ---- scores S (16 keys x 8 rows); rows past n hold stale bytes and are masked below --------
@@ -561,8 +568,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
           TURBO3_UNROLL
           for (int h = 0; h < 2; ++h) {
             uint32_t ha[4], la[4], hb[4], lb[4];
-            L::decode_i8(L::load_raw(row_a, b, t + 4 * h), lut, ha, la);
-            L::decode_i8(L::load_raw(row_b, b, t + 4 * h), lut, hb, lb);
+            L::decode_i8(load_chunk(row_a, b, t + 4 * h), lut, ha, la);
+            L::decode_i8(load_chunk(row_b, b, t + 4 * h), lut, hb, lb);
             TURBO3_UNROLL
             for (int k = 0; k < 2; ++k) {
               const uint32_t k_hi[4] = {ha[2 * k], hb[2 * k], ha[2 * k + 1], hb[2 * k + 1]};
@@ -582,8 +589,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
           TURBO3_UNROLL
           for (int h = 0; h < 2; ++h) {
             uint32_t ha[8], hb[8];
-            L::decode_half2(L::load_raw(row_a, b, t + 4 * h), lut, ha);
-            L::decode_half2(L::load_raw(row_b, b, t + 4 * h), lut, hb);
+            L::decode_half2(load_chunk(row_a, b, t + 4 * h), lut, ha);
+            L::decode_half2(load_chunk(row_b, b, t + 4 * h), lut, hb);
             TURBO3_UNROLL
             for (int k = 0; k < 4; ++k) {
               const uint32_t frag[4] = {ha[2 * k], hb[2 * k], ha[2 * k + 1], hb[2 * k + 1]};

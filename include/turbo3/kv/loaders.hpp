@@ -127,6 +127,15 @@ struct turbo3_loader {
     return {platform::join_halves(qs[0], qs[1]), signs[0]};
   }
 
+  // The same where the chunk's qs word is 4-byte aligned (a row starting 4-byte aligned: block 1,
+  // 3, ... of it; 50-byte blocks alternate), read as one word.
+  TURBO3_DEVICE TURBO3_FORCEINLINE static raw_chunk load_raw_word_aligned(const char* row, int block, int q) {
+    const char* b = row + block * static_cast<int>(block_bytes);
+    const uint32_t* qs = reinterpret_cast<const uint32_t*>(b + offsetof(block_turbo3, qs) + 4 * q);
+    const uint16_t* signs = reinterpret_cast<const uint16_t*>(b + offsetof(block_turbo3, signs) + 2 * q);
+    return {qs[0], signs[0]};
+  }
+
   TURBO3_DEVICE TURBO3_FORCEINLINE static void decode(const raw_chunk& raw, const turbo3_lut& lut,
                                                      float out[chunk_values]) {
     decode16(raw.qs, raw.signs, lut, out);
