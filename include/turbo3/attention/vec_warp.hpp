@@ -526,7 +526,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
     // 4, 8 or 12), so the qs words of their odd blocks are aligned: one 32-bit load instead of
     // two 16-bit loads and a multiply-add to join them.
     auto load_chunk = [&](const char* row, int b, int q) {
-      if (decltype(unit_c)::value == 16 && (b & 1)) return L::load_raw_word_aligned(row, b, q);
+      if (decltype(unit_c)::value == 16 && (b & 1)) return L::template load_raw<true>(row, b, q);
       return L::load_raw(row, b, q);
     };
     TURBO3_UNROLL

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "turbo3/format/block.hpp"
 #include "turbo3/format/codebook.hpp"
@@ -120,20 +121,16 @@ struct turbo3_loader {
   // The same for chunk q (0..7) of block `block`, for callers whose q is a lane's small index: the
   // block's offset stays a constant and q's an offset of its own, so the loads of a row share one
   // base address (with c = 8 * block + q the compiler cannot split c and multiplies per load).
+  // QS_ALIGNED: the caller knows the chunk's qs word is 4-byte aligned (a row starting 4-byte
+  // aligned: block 1, 3, ... of it; 50-byte blocks alternate), so it is read as one word.
+  template <bool QS_ALIGNED = false>
   TURBO3_DEVICE TURBO3_FORCEINLINE static raw_chunk load_raw(const char* row, int block, int q) {
     const char* b = row + block * static_cast<int>(block_bytes);
-    const uint16_t* qs = reinterpret_cast<const uint16_t*>(b + offsetof(block_turbo3, qs) + 4 * q);
+    using qs_word = std::conditional_t<QS_ALIGNED, uint32_t, uint16_t>;
+    const qs_word* qs = reinterpret_cast<const qs_word*>(b + offsetof(block_turbo3, qs) + 4 * q);
     const uint16_t* signs = reinterpret_cast<const uint16_t*>(b + offsetof(block_turbo3, signs) + 2 * q);
-    return {platform::join_halves(qs[0], qs[1]), signs[0]};
-  }
-
-  // The same where the chunk's qs word is 4-byte aligned (a row starting 4-byte aligned: block 1,
-  // 3, ... of it; 50-byte blocks alternate), read as one word.
-  TURBO3_DEVICE TURBO3_FORCEINLINE static raw_chunk load_raw_word_aligned(const char* row, int block, int q) {
-    const char* b = row + block * static_cast<int>(block_bytes);
-    const uint32_t* qs = reinterpret_cast<const uint32_t*>(b + offsetof(block_turbo3, qs) + 4 * q);
-    const uint16_t* signs = reinterpret_cast<const uint16_t*>(b + offsetof(block_turbo3, signs) + 2 * q);
-    return {qs[0], signs[0]};
+    if constexpr (QS_ALIGNED) return {qs[0], signs[0]};
+    else return {platform::join_halves(qs[0], qs[1]), signs[0]};
   }
 
   TURBO3_DEVICE TURBO3_FORCEINLINE static void decode(const raw_chunk& raw, const turbo3_lut& lut,
