@@ -129,8 +129,10 @@ struct vec_plan {
   int warp_col_blocks = 2;  // the warp variant's value-side column blocks of 4 query rows (1: at most 4 rows)
 };
 
-// Workspace of a VEC call: the partials, then, from the next 128-byte boundary, a line of counters
-// per counted row set (vec_counter_stride words: the splits stored, then the key chunks claimed).
+// Workspace of a VEC call: the partials, from the workspace's first vec_partial_align boundary
+// (an allocator need not align more; the workspace holds that slack), then, from the next 128-byte
+// boundary after them, a line of counters per counted row set (vec_counter_stride words: the
+// splits stored, then the key chunks claimed).
 inline size_t vec_counters_offset_floats(const vec_plan& plan) {
   return (plan.partial_floats + vec_counter_stride - 1) / vec_counter_stride * vec_counter_stride;
 }
@@ -138,9 +140,13 @@ inline int vec_counter_words(const vec_plan& plan) { return vec_counter_stride *
 inline size_t vec_counter_bytes(const vec_plan& plan) { return static_cast<size_t>(vec_counter_words(plan)) * sizeof(unsigned); }
 // Without caller-owned counters (persistent == false) the counters come after the partials.
 inline size_t vec_workspace_bytes(const vec_plan& plan, bool persistent_counters = false) {
-  return plan.counted_row_sets > 0 && !persistent_counters
-             ? vec_counters_offset_floats(plan) * sizeof(float) + vec_counter_bytes(plan)
-             : plan.partial_floats * sizeof(float);
+  return vec_partial_align - 1 + (plan.counted_row_sets > 0 && !persistent_counters
+                                      ? vec_counters_offset_floats(plan) * sizeof(float) + vec_counter_bytes(plan)
+                                      : plan.partial_floats * sizeof(float));
+}
+inline float* vec_partials_of(void* workspace) {
+  const uintptr_t p = reinterpret_cast<uintptr_t>(workspace);
+  return reinterpret_cast<float*>((p + vec_partial_align - 1) / vec_partial_align * vec_partial_align);
 }
 
 // ---- dispatch from run-time head dim, types and rows to the template instantiations ----------
@@ -313,7 +319,7 @@ inline vec_plan make_vec_plan(const attention_params& p, const launch_options& o
   splits = splits > n_tiles ? n_tiles : splits;
   plan.tiles_per_split = (n_tiles + splits - 1) / splits;
   plan.n_splits = (n_tiles + plan.tiles_per_split - 1) / plan.tiles_per_split;
-  plan.partial_floats = static_cast<size_t>(base_blocks) * plan.n_splits * plan.rows * (plan.head_dim + 2);
+  plan.partial_floats = static_cast<size_t>(base_blocks) * plan.n_splits * plan.rows * vec_partial_pitch(plan.head_dim);
   plan.counted_row_sets = plan.variant == vec_variant::warp ? static_cast<int>(base_blocks) : 0;
   return plan;
 }
@@ -357,7 +363,7 @@ inline bool launch_vec(const attention_params& p, attention_args a, const vec_pl
   a.q_tiles = plan.q_tiles;
   a.n_splits = plan.n_splits;
   a.tiles_per_split = plan.tiles_per_split;
-  a.partial = static_cast<float*>(workspace);
+  a.partial = vec_partials_of(workspace);
   const bool counted = plan.counted_row_sets > 0;
   unsigned* const counters =
       !counted ? nullptr : persistent ? persistent : reinterpret_cast<unsigned*>(a.partial + vec_counters_offset_floats(plan));

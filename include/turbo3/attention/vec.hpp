@@ -106,10 +106,16 @@ TURBO3_DEVICE TURBO3_FORCEINLINE vec_row_info vec_row_info_of(const attention_ar
   return info;
 }
 
+// A split's partial row in the workspace: D values, then the row's maximum and sum, padded to a
+// multiple of 32 bytes (partial rows start at a 32-byte boundary: vec_partial_align), so that a
+// warp's 16-byte loads of a 128-value group read 16 whole sectors.
+TURBO3_HD constexpr int vec_partial_pitch(int D) { return D + 8; }
+inline constexpr int vec_partial_align = 32;  // bytes
+
 TURBO3_DEVICE TURBO3_FORCEINLINE size_t vec_partial_row(const attention_args& a, int seq, int kv_block, int q_tile,
                                                         int split, int blocks_per_seq, int NR, int r, int D) {
   const size_t base = ((static_cast<size_t>(seq) * blocks_per_seq + kv_block) * a.q_tiles + q_tile) * a.n_splits + split;
-  return (base * NR + r) * static_cast<size_t>(D + 2);
+  return (base * NR + r) * static_cast<size_t>(vec_partial_pitch(D));
 }
 
 // Where a VEC work-group sits: KV head, head split, sequence, query tile, split and key range.
@@ -500,7 +506,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_combine_kernel(attentio
   const int n = a.n_splits;
   // Split s of this row: first + s * stride floats (D values, then the maximum and the sum).
   const float* const first = a.partial + vec_partial_row(a, seq, kv_block, q_tile, 0, blocks_per_seq, NR, r, D);
-  const size_t stride = static_cast<size_t>(NR) * (D + 2);
+  const size_t stride = static_cast<size_t>(NR) * vec_partial_pitch(D);
   const float sink = a.sinks ? a.sinks[h] * log2e : -INFINITY;
 
   float m_split[splits_per_thread], l_split[splits_per_thread];
@@ -548,15 +554,11 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_combine_kernel(attentio
 // A work-group that has stored its partial rows counts itself on its (sequence, KV block, query
 // tile) counter; the one that completes the count merges every split's rows, un-rotates and stores
 // the output. The launcher zeroes the counters before every launch (workspace comes uninitialized).
-// Every thread calls it after its last partial store. scratch: vec_merge_floats<D, NR> floats of
-// shared memory, 16-byte aligned, free once the partial rows are stored. THREADS: the work-group's.
-template <int D, int NR>
-inline constexpr int vec_merge_floats = NR * D;
-
+// Every thread calls it after its last partial store. THREADS: the work-group's (whole warps of 32).
 template <int D, int NR, int THREADS = vec_threads>
-TURBO3_DEVICE void merge_splits_if_last(const attention_args& a, const vec_context& x, int head_splits, float* scratch,
-                                        int tid) {
+TURBO3_DEVICE void merge_splits_if_last(const attention_args& a, const vec_context& x, int head_splits, int tid) {
   static_assert(D % block_values == 0, "the un-rotation takes whole 128-value groups");
+  static_assert(THREADS % 32 == 0 && (D == 0 || platform::warp_size == 32), "a warp of 32 lanes per 128-value group");
   __shared__ bool is_last;
   platform::sync_threads();  // every partial row of this work-group is stored
   const int blocks_per_seq = a.n_head_kv * head_splits;
@@ -572,38 +574,39 @@ TURBO3_DEVICE void merge_splits_if_last(const attention_args& a, const vec_conte
     if (a.work_counters) a.work_counters[vec_counter_offset(a, x, head_splits)] = 0u;
   }
 
-  // The tail of the whole kernel, so its time is the round trips of its loads: a thread takes
-  // `per_pass` value pairs of one row and loads, for `batch` splits at once, their pairs and the
-  // split's (maximum, sum) pair, then folds the batch in with a running maximum (online, as the
-  // softmax does): no pass over the maxima first, no weights through shared memory, no barrier.
+  // The tail of the whole kernel, with the rest of the GPU idle, so its time is the round trips
+  // of its loads: a warp takes one (row, 128-value group), 4 values per lane (one 16-byte load per
+  // split), and loads, for `batch` splits at once, those values and the split's (maximum, sum)
+  // pair, then folds the batch in with a running maximum (online, as the softmax does): no pass
+  // over the maxima first, no weights through shared memory. The group then un-rotates in
+  // registers (rotate_group_warp32) and goes straight to the output: no barrier after the count.
   // H200, warp decode kernel at D = 256, depth 131072 (per-work-group timelines): one value at a
   // time took up to 20K cycles of the merging work-group (twenty-sixth session); the maxima first,
-  // then batches of 16 splits, 2.35K + 4.8K cycles for weights and sums (twenty-seventh); this way
-  // 4.0K for all of it (twenty-eighth; D = 256 0.5-1.1 us faster at every depth with the Q loads).
-  constexpr int pairs_per_row = D / 2;
-  constexpr int per_pass = D == 256 ? 2 : 1, batch = 17;  // D = 128: 3 work-groups per SM keep their registers
-  static_assert(pairs_per_row % per_pass == 0, "a thread's pairs lie in one row");
+  // then batches of 16 splits, 2.35K + 4.8K cycles (twenty-seventh); batches of 17 (twenty-eighth)
+  // with the rows un-rotated through shared memory, 3.5 us: 1.0 per batch, 0.5 for the
+  // un-rotation, 0.7 for the stores; this way 2.1-2.4 us, of which each batch's loads take
+  // 0.8-0.9 us, 8- or 16-byte, and L1 prefetches of the second batch did not shorten it
+  // (thirty-second session). 33 splits in one batch need 132 registers: the deep kernel spilled.
+  constexpr int groups = D / block_values, warps = THREADS / 32, batch = 17;
+  const int warp = tid / 32, lane = tid % 32;
   const int n = a.n_splits;
-  const size_t stride = static_cast<size_t>(NR) * (D + 2);  // from one split's row to the next split's
+  const size_t stride = static_cast<size_t>(NR) * vec_partial_pitch(D);  // from one split's row to the next split's
   const float* const first = a.partial + vec_partial_row(a, x.seq, x.kv_block, x.q_tile, 0, blocks_per_seq, NR, 0, D);
-  float* const rows = scratch;  // [NR][D]
-  for (int base = 0; base < x.active_rows * pairs_per_row; base += per_pass * THREADS) {
-    const int pair0 = base + tid * per_pass;
-    const bool active = pair0 < x.active_rows * pairs_per_row;
-    const int r = active ? pair0 / pairs_per_row : 0, d0 = 2 * (pair0 % pairs_per_row);
-    const float* const f = first + r * (D + 2);
+  for (int item = warp; item < x.active_rows * groups; item += warps) {  // warp-uniform
+    const int r = item / groups, d0 = (item % groups) * block_values + 4 * lane;
+    const float* const f = first + r * vec_partial_pitch(D);
     const vec_row row = vec_row_of(a, r, x.kv_head, x.head_split, x.q_tile, x.heads_per_block);
     const float sink = a.sinks && row.query >= 0 ? a.sinks[row.head] * log2e : -INFINITY;
-    float m_run = sink, l_run = 0.0f, acc[2 * per_pass] = {};
+    float m_run = sink, l_run = 0.0f, acc[4] = {};
     for (int s0 = 0; s0 < n; s0 += batch) {
-      float2 ml[batch], v[batch][per_pass];
+      float2 ml[batch];
+      float4 v[batch];
       TURBO3_UNROLL
       for (int b = 0; b < batch; ++b) {
-        const bool in = active && s0 + b < n;
+        const bool in = s0 + b < n;
         const float* src = f + (s0 + b) * stride;
         ml[b] = in ? platform::load_coherent2(src + D) : make_float2(-INFINITY, 0.0f);
-        TURBO3_UNROLL
-        for (int e = 0; e < per_pass; ++e) v[b][e] = in ? platform::load_coherent2(src + d0 + 2 * e) : make_float2(0.0f, 0.0f);
+        v[b] = in ? platform::load_coherent4(src + d0) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       }
       float m_new = m_run;
       TURBO3_UNROLL
@@ -611,33 +614,29 @@ TURBO3_DEVICE void merge_splits_if_last(const attention_args& a, const vec_conte
       const float rescale = m_run == -INFINITY ? 0.0f : platform::exp2_fast(m_run - m_new);
       l_run *= rescale;
       TURBO3_UNROLL
-      for (int i = 0; i < 2 * per_pass; ++i) acc[i] *= rescale;
+      for (int i = 0; i < 4; ++i) acc[i] *= rescale;
       TURBO3_UNROLL
       for (int b = 0; b < batch; ++b) {
         const float w = ml[b].x == -INFINITY ? 0.0f : platform::exp2_fast(ml[b].x - m_new);
         l_run += w * ml[b].y;
-        TURBO3_UNROLL
-        for (int e = 0; e < per_pass; ++e) {
-          acc[2 * e] += w * v[b][e].x;
-          acc[2 * e + 1] += w * v[b][e].y;
-        }
+        acc[0] += w * v[b].x;
+        acc[1] += w * v[b].y;
+        acc[2] += w * v[b].z;
+        acc[3] += w * v[b].w;
       }
       m_run = m_new;
     }
     if (sink != -INFINITY) l_run += platform::exp2_fast(sink - m_run);
     const float inv = l_run > 0.0f ? 1.0f / l_run : 0.0f;
-    if (active) {
+    float u[4];
+    TURBO3_UNROLL
+    for (int i = 0; i < 4; ++i) u[i] = acc[i] * inv;
+    if (a.unrotate_out) rotate_group_warp32<true>(u, lane);  // warp-uniform
+    if (row.query >= 0) {
+      char* const out = output_row(a, row.query, row.head, x.seq);
       TURBO3_UNROLL
-      for (int i = 0; i < 2 * per_pass; ++i) rows[r * D + d0 + i] = acc[i] * inv;
+      for (int i = 0; i < 4; ++i) store_output(a, out, d0 + i, u[i]);
     }
-  }
-  platform::sync_threads();
-  if (a.unrotate_out) rotate_groups_shared<true>(rows, x.active_rows * D / block_values, tid, THREADS);
-  for (int idx = tid; idx < x.active_rows * D; idx += THREADS) {
-    const int r = idx / D, d = idx % D;
-    const vec_row row = vec_row_of(a, r, x.kv_head, x.head_split, x.q_tile, x.heads_per_block);
-    if (row.query < 0) continue;
-    store_output(a, output_row(a, row.query, row.head, x.seq), d, rows[idx]);
   }
 }
 

@@ -134,10 +134,13 @@ struct vec_warp_config {
   // ... and after them each (row, 128-value group)'s largest magnitude, for the integer Q operand.
   static constexpr int query_bytes = (NR * q_pitch + NR * blocks) * 4;
   static_assert(query_bytes <= (stages - 1) * ring_stride, "Q fits in the ring's later slots");
-  static constexpr int merge_bytes = n_warps * NR * (D + 2) * 4;
+  // After its last group a warp writes its rows (D values, then the maximum and the sum) into its
+  // own ring slots, merge_rows_per_slot rows of merge_pitch floats (16-byte aligned) per slot.
+  static constexpr int merge_pitch = D + 4;
+  static constexpr int merge_rows_per_slot = stage_bytes / (merge_pitch * 4);
+  static_assert(merge_rows_per_slot * stages >= 8, "a warp's rows (4 per value column block, at most 2) fit its ring");
   static constexpr int max2(int x, int y) { return x > y ? x : y; }
-  static constexpr int smem_bytes =
-      max2(max2(staging_bytes, max2(query_bytes, merge_bytes)), vec_merge_floats<D, NR> * 4);
+  static constexpr int smem_bytes = max2(staging_bytes, query_bytes);
   // The scores on integer multiplies (m16n8k32, signed bytes) in the deep-context (6-warp) form,
   // on fp16 ones (m16n8k16) in the others. H200, thirtieth session, D = 256: the integer form 1.5%
   // faster at depth 131072 (109.1 -> 107.5 us), 6-7% slower at 4096 (12.9 -> 13.7 us; D = 128 the
@@ -719,51 +722,73 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
   };
   with_row_unit(run_groups);
   platform::async_wait<0>();
+  platform::sync_warp();  // the warp's copies have landed and every lane is past its last reads
 
-  // ---- merge the warps: each warp's rows, max and sum, then one partial row per query row ------
+  // ---- merge the warps: each writes its rows into its own ring slots as soon as its loop ends (the
+  // other warps may still be running theirs), so after the barrier only the combine is left: a
+  // thread per 4 values of a row, one 16-byte load per warp and one 16-byte store of the partial
+  // row. H200, thirty-second session, depth 131072 (the work-groups' last loop end to their partial
+  // rows out, latest of each): 0.9 us with the rows written after the barrier (a 4-way bank
+  // conflict per store, every warp at once) and one value per thread, 0.5 us this way.
   TURBO3_UNROLL
   for (int e = 0; e < 2; ++e)
     TURBO3_UNROLL
     for (int o = 4; o < 32; o *= 2) l_run[e] += platform::shfl_xor(l_run[e], o);
-  platform::sync_threads();  // every warp is done with its ring
-  float* merge = reinterpret_cast<float*>(smem);  // [n_warps][NR][D + 2]
-  float* mine = merge + warp * NR * (D + 2);
+  auto merge_row = [&](int w, int r) {
+    return reinterpret_cast<float*>(smem + w * C::stage_bytes + (r / C::merge_rows_per_slot) * C::ring_stride +
+                                    (r % C::merge_rows_per_slot) * C::merge_pitch * 4);
+  };
   TURBO3_UNROLL
-  for (int cb = 0; cb < VCB; ++cb)
-    TURBO3_UNROLL
-    for (int m = 0; m < v_tiles; ++m) {
-      const int c = 8 * (m / 4) + g, kk = m % 4;
-      float* row = mine + (4 * cb + t) * (D + 2) + c * kv::chunk_values;
-      row[L::value_of_slot(2 * kk)] = acc[cb][m][0];
-      row[L::value_of_slot(2 * kk + 1)] = acc[cb][m][1];
-      row[L::value_of_slot(2 * kk + 8)] = acc[cb][m][2];
-      row[L::value_of_slot(2 * kk + 9)] = acc[cb][m][3];
+  for (int cb = 0; cb < VCB; ++cb) {
+    if (4 * cb + t < x.active_rows) {
+      float* row = merge_row(warp, 4 * cb + t);
+      TURBO3_UNROLL
+      for (int m = 0; m < v_tiles; ++m) {
+        const int c = 8 * (m / 4) + g, kk = m % 4;
+        float* chunk = row + c * kv::chunk_values;
+        chunk[L::value_of_slot(2 * kk)] = acc[cb][m][0];
+        chunk[L::value_of_slot(2 * kk + 1)] = acc[cb][m][1];
+        chunk[L::value_of_slot(2 * kk + 8)] = acc[cb][m][2];
+        chunk[L::value_of_slot(2 * kk + 9)] = acc[cb][m][3];
+      }
     }
+  }
   if (g == 0) {
     TURBO3_UNROLL
     for (int e = 0; e < 2; ++e) {
-      mine[(2 * t + e) * (D + 2) + D] = m_run[e];
-      mine[(2 * t + e) * (D + 2) + D + 1] = l_run[e];
+      if (2 * t + e < x.active_rows) {
+        float* row = merge_row(warp, 2 * t + e);
+        row[D] = m_run[e];
+        row[D + 1] = l_run[e];
+      }
     }
   }
   platform::sync_threads();
-  for (int idx = tid; idx < x.active_rows * (D + 2); idx += C::threads) {  // the combine reads no padding row
-    const int r = idx / (D + 2), d = idx % (D + 2);
-    float m_all = -INFINITY;
+  constexpr int quads = D / 4;
+  for (int idx = tid; idx < x.active_rows * quads; idx += C::threads) {
+    const int r = idx / quads, d = 4 * (idx % quads);
+    float m_w[C::n_warps], m_all = -INFINITY;
     TURBO3_UNROLL
-    for (int w = 0; w < C::n_warps; ++w) m_all = fmaxf(m_all, merge[(w * NR + r) * (D + 2) + D]);
-    float v = m_all;
-    if (d != D) {
-      v = 0.0f;
-      TURBO3_UNROLL
-      for (int w = 0; w < C::n_warps; ++w) {
-        const float mw = merge[(w * NR + r) * (D + 2) + D];
-        if (mw != -INFINITY) v += platform::exp2_fast(mw - m_all) * merge[(w * NR + r) * (D + 2) + d];
-      }
+    for (int w = 0; w < C::n_warps; ++w) {
+      m_w[w] = merge_row(w, r)[D];
+      m_all = fmaxf(m_all, m_w[w]);
     }
-    a.partial[vec_partial_row(a, x.seq, x.kv_block, x.q_tile, x.split, blocks_per_seq, NR, r, D) + d] = v;
+    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    float l = 0.0f;
+    TURBO3_UNROLL
+    for (int w = 0; w < C::n_warps; ++w) {
+      if (m_w[w] == -INFINITY) continue;  // no visible key in that warp's groups
+      const float s = platform::exp2_fast(m_w[w] - m_all);
+      const float* row = merge_row(w, r);
+      const float4 u = *reinterpret_cast<const float4*>(row + d);
+      v.x += s * u.x, v.y += s * u.y, v.z += s * u.z, v.w += s * u.w;
+      l += s * row[D + 1];
+    }
+    float* dst = a.partial + vec_partial_row(a, x.seq, x.kv_block, x.q_tile, x.split, blocks_per_seq, NR, r, D);
+    *reinterpret_cast<float4*>(dst + d) = v;
+    if (d == 0) dst[D] = m_all, dst[D + 1] = l;
   }
-  merge_splits_if_last<D, NR, C::threads>(a, x, head_splits, reinterpret_cast<float*>(smem), tid);
+  merge_splits_if_last<D, NR, C::threads>(a, x, head_splits, tid);
 }
 
 }  // namespace detail
