@@ -9,7 +9,8 @@
 //
 // Memory handed out for `stream` may be used by work queued on that stream until the matching
 // deallocate(); stream-ordered allocators release it in stream order, so the caller may call
-// deallocate() right after queueing the last kernel that reads it.
+// deallocate() right after queueing the last kernel that reads it. No alignment is required: the
+// library's requests include the slack to align inside them.
 //
 // Provided:
 //   arena_allocator        bump allocator over caller memory; no runtime calls; capture-safe.

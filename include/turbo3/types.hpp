@@ -32,6 +32,13 @@ inline bool is_aligned(const void* p, size_t alignment) {
   return reinterpret_cast<uintptr_t>(p) % alignment == 0;
 }
 
+// The first `alignment`-byte boundary at or after p. The library asks allocators for alignment - 1
+// bytes more than a workspace needs and starts it here, so an allocator need not align at all.
+inline void* align_up(void* p, size_t alignment) {
+  const uintptr_t u = reinterpret_cast<uintptr_t>(p);
+  return reinterpret_cast<void*>((u + alignment - 1) / alignment * alignment);
+}
+
 }  // namespace detail
 
 }  // namespace turbo3

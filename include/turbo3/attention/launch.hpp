@@ -144,10 +144,6 @@ inline size_t vec_workspace_bytes(const vec_plan& plan, bool persistent_counters
                                       ? vec_counters_offset_floats(plan) * sizeof(float) + vec_counter_bytes(plan)
                                       : plan.partial_floats * sizeof(float));
 }
-inline float* vec_partials_of(void* workspace) {
-  const uintptr_t p = reinterpret_cast<uintptr_t>(workspace);
-  return reinterpret_cast<float*>((p + vec_partial_align - 1) / vec_partial_align * vec_partial_align);
-}
 
 // ---- dispatch from run-time head dim, types and rows to the template instantiations ----------
 // A kernel with its work-group size and dynamic shared memory in bytes (0: none).
@@ -363,7 +359,7 @@ inline bool launch_vec(const attention_params& p, attention_args a, const vec_pl
   a.q_tiles = plan.q_tiles;
   a.n_splits = plan.n_splits;
   a.tiles_per_split = plan.tiles_per_split;
-  a.partial = vec_partials_of(workspace);
+  a.partial = static_cast<float*>(align_up(workspace, vec_partial_align));
   const bool counted = plan.counted_row_sets > 0;
   unsigned* const counters =
       !counted ? nullptr : persistent ? persistent : reinterpret_cast<unsigned*>(a.partial + vec_counters_offset_floats(plan));

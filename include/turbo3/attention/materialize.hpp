@@ -33,7 +33,7 @@ inline constexpr int materialize_threads = 256;
 struct materialize_plan {
   bool k = false, v = false;  // which views are copied
   size_t k_bytes = 0, v_bytes = 0;
-  size_t v_offset = 0;        // of the V copy in the workspace
+  size_t v_offset = 0;        // of the V copy from the aligned start
   size_t total = 0;           // workspace bytes
 };
 
@@ -46,15 +46,17 @@ inline size_t dense_f16_bytes(const tensor_view& t) {
          static_cast<size_t>(t.ne[3]) * 2;
 }
 
+inline constexpr size_t materialize_align = 256;  // bytes: where each dense copy starts
+
 inline materialize_plan make_materialize_plan(const attention_params& p) {
-  constexpr size_t align = 256;
+  constexpr size_t align = materialize_align;
   materialize_plan m;
   m.k = materialize_view(p.k);
   m.v = materialize_view(p.v);
   m.k_bytes = m.k ? (dense_f16_bytes(p.k) + align - 1) / align * align : 0;
   m.v_bytes = m.v ? (dense_f16_bytes(p.v) + align - 1) / align * align : 0;
   m.v_offset = m.k_bytes;
-  m.total = m.k_bytes + m.v_bytes;
+  m.total = m.k || m.v ? align - 1 + m.k_bytes + m.v_bytes : 0;  // with the slack to align the start
   return m;
 }
 
@@ -136,7 +138,7 @@ status run_materialize(const attention_params& p, Allocator& allocator, hipStrea
     workspace = allocator.allocate(plan.total, stream);
     if (!workspace) return status::out_of_memory;
     const turbo3_lut lut = make_turbo3_lut(p.kv_codebook);
-    char* base = static_cast<char*>(workspace);
+    char* base = static_cast<char*>(align_up(workspace, materialize_align));
     if (plan.k) {
       launch_materialize_view(p.k, lut, base, stream);
       dense.k = dense_view(p.k, base);
