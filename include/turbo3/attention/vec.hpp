@@ -585,8 +585,9 @@ TURBO3_DEVICE void merge_splits_if_last(const attention_args& a, const vec_conte
   // then batches of 16 splits, 2.35K + 4.8K cycles (twenty-seventh); batches of 17 (twenty-eighth)
   // with the rows un-rotated through shared memory, 3.5 us: 1.0 per batch, 0.5 for the
   // un-rotation, 0.7 for the stores; this way 2.1-2.4 us, of which each batch's loads take
-  // 0.8-0.9 us, 8- or 16-byte, and L1 prefetches of the second batch did not shorten it
-  // (thirty-second session). 33 splits in one batch need 132 registers: the deep kernel spilled.
+  // 0.8-1.0 us, 8- or 16-byte; neither L1 prefetches of the second batch nor the maxima loaded
+  // once per warp shortened it (thirty-second session). 33 splits in one batch need 132
+  // registers: the deep kernel spilled.
   constexpr int groups = D / block_values, warps = THREADS / 32, batch = 17;
   const int warp = tid / 32, lane = tid % 32;
   const int n = a.n_splits;
