@@ -418,6 +418,28 @@ inline bool routed_vec_plan(const attention_params& p, const launch_options& opt
 
 }  // namespace detail
 
+// The kernel family flash_attention(p, ..., opt) runs for a valid p.
+inline kernel_choice route(const attention_params& p, const launch_options& opt = {}) {
+  return detail::route(p, opt);
+}
+
+// ok when flash_attention(p, ..., opt) would launch its kernels: p is valid and the kernel family
+// it routes to covers the shape and types; otherwise what flash_attention would return
+// (invalid_argument or unsupported) without launching anything. Engines ask it to decide, before
+// they plan memory, which nodes go to the library and which stay on their own kernels.
+inline status supported(const attention_params& p, const launch_options& opt = {}) {
+  const status s = validate(p);
+  if (s != status::ok) return s;
+  switch (detail::route(p, opt)) {
+    case kernel_choice::mma: return detail::mma_supported(p);
+    case kernel_choice::tile: return detail::tile_supported(p);
+    case kernel_choice::materialize: return detail::materialize_supported(p);
+    case kernel_choice::vec: return detail::vec_supported(p);
+    case kernel_choice::automatic: break;
+  }
+  return status::unsupported;
+}
+
 // Bytes of workspace flash_attention will ask the allocator for with these params and options
 // (0 for invalid or unsupported input). VEC: the split-KV partials, O(n_seq * n_head * n_q *
 // splits * D) floats, independent of n_kv beyond the split count (at most 256 splits). TILE:
