@@ -1,0 +1,21 @@
+// The hooks the patched ggml CUDA/HIP backend calls (the glue is ggml-turbo3.cu beside this file).
+#pragma once
+
+#include "common.cuh"
+
+// Runs `dst` (FLASH_ATTN_EXT) through the turbo3 library and returns true, or returns false,
+// having launched nothing, when the node stays on ggml's own kernels.
+bool ggml_cuda_turbo3_flash_attn_ext(ggml_backend_cuda_context & ctx, ggml_tensor * dst);
+
+// Whether ggml_cuda_turbo3_flash_attn_ext would run `dst` on `device`: the backend's supports_op
+// and its buffer-size query (a served node needs none of ggml's f16 copies of K and V) ask it.
+bool ggml_cuda_turbo3_serves(int device, const ggml_tensor * dst);
+
+// Runs a turbo3 SET_ROWS (the cache write) through turbo3::write_rows and returns true, or
+// returns false, having launched nothing (the route is off, InnerQ is on, or the shape is not one
+// it covers).
+bool ggml_cuda_turbo3_set_rows(ggml_backend_cuda_context & ctx, ggml_tensor * dst);
+
+// CUDA-graph bookkeeping for the exit summary: one call per capture and per graph launch.
+void ggml_cuda_turbo3_note_graph_capture();
+void ggml_cuda_turbo3_note_graph_launch();

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# The integration's measurements on one GPU, in one run: the fork's own FLASH_ATTN_EXT tests,
+# llama-bench on both synthetic models (f16 cache and turbo3 on the unpatched fork, turbo3
+# through the library) and llama-perplexity's KL divergence against the f16 cache.
+#
+#   integrations/llama.cpp/run_engine.sh BASELINE_BIN TURBO3_BIN FORK_DIR OUT_DIR [steps...]
+#
+#   BASELINE_BIN  bin/ of the unpatched fork (build.sh --baseline: FORK_DIR/build/bin-baseline)
+#   TURBO3_BIN    bin/ of the patched fork (build.sh: FORK_DIR/build/bin)
+#   FORK_DIR      the fork's tree; only gguf-py/ and models/ggml-vocab-llama-spm.gguf are read
+#   OUT_DIR       where the logs go: test-backend-ops.txt, llama-bench.txt, perplexity.txt
+#   steps         any of: tests bench deep perplexity setrows (default: tests bench perplexity)
+#
+# The models and the text are written first (make_model.py, seeded) under $WORK_DIR (default
+# /tmp/turbo3-engine). Environment: DEPTHS (llama-bench depths, default 0,8192,32768), REPS
+# (default 2), MODELS (default "gemma llama").
+set -uo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+[ $# -ge 4 ] || { sed -n '2,17p' "$0"; exit 2; }
+BASE="$(cd "$1" && pwd)"; LIB="$(cd "$2" && pwd)"; FORK="$(cd "$3" && pwd)"; OUT="$4"; shift 4
+STEPS="${*:-tests bench perplexity}"
+WORK="${WORK_DIR:-/tmp/turbo3-engine}"
+DEPTHS="${DEPTHS:-0,8192,32768}"
+REPS="${REPS:-2}"
+MODELS="${MODELS:-gemma llama}"
+PYTHON="${PYTHON:-python3}"
+mkdir -p "$OUT" "$WORK"
+
+has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
+stamp() { printf '\n### %s  (%s)\n' "$*" "$(date -u +%H:%M:%S)"; }
+base() { LD_LIBRARY_PATH="$BASE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$BASE/$@"; }
+lib() { LD_LIBRARY_PATH="$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$LIB/$@"; }
+
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/device.txt"
+
+# ---- models and text (seeded; written here because they are too large to carry) --------------
+for m in $MODELS; do
+  [ -f "$WORK/$m.gguf" ] || "$PYTHON" "$HERE/make_model.py" model --fork "$FORK" --shape "$m" --out "$WORK/$m.gguf" &
+done
+[ -f "$WORK/text.txt" ] || "$PYTHON" "$HERE/make_model.py" text --out "$WORK/text.txt" --words 60000
+wait
+
+# ---- the fork's own tests --------------------------------------------------------------------
+if has tests; then
+  {
+    stamp "unpatched fork: test-backend-ops -o FLASH_ATTN_EXT"
+    base test-backend-ops -b CUDA0 -o FLASH_ATTN_EXT 2>&1 | grep -vE "^\s*$"
+    stamp "through turbo3: test-backend-ops -o FLASH_ATTN_EXT"
+    GGML_TURBO3_LOG=1 lib test-backend-ops -b CUDA0 -o FLASH_ATTN_EXT 2>&1 | grep -vE "^\s*$"
+    stamp "through turbo3, turbo3 SET_ROWS through write_rows: test-backend-ops -o SET_ROWS_TURBO3"
+    GGML_TURBO3_SET_ROWS=1 lib test-backend-ops -b CUDA0 -o SET_ROWS_TURBO3 2>&1 | grep -vE "^\s*$"
+  } > "$OUT/test-backend-ops.txt" 2>&1
+  grep -E "^### |tests passed|turbo3: FLASH|turbo3: .*left to ggml|Backend CUDA0|FAIL" "$OUT/test-backend-ops.txt" | head -60
+fi
+
+# ---- end to end ------------------------------------------------------------------------------
+bench() {  # bench <label> <runner> <model> <cache type> [extra llama-bench args]
+  local label="$1" runner="$2" model="$3" cache="$4"; shift 4
+  stamp "$label: $model, cache $cache"
+  "$runner" llama-bench -m "$WORK/$model.gguf" -ngl 99 -fa 1 -ctk "$cache" -ctv "$cache" -r "$REPS" "$@" -o md 2>&1 |
+    grep -vE "^(llama_|load|print_info|ggml_cuda_init|  Device|main:|\s*$)"
+}
+if has bench; then
+  {
+    for m in $MODELS; do
+      bench "unpatched fork" base "$m" f16 -p 512,2048 -n 128 -d "$DEPTHS"
+      bench "unpatched fork" base "$m" turbo3 -p 512,2048 -n 128 -d "$DEPTHS"
+      bench "through turbo3" lib "$m" turbo3 -p 512,2048 -n 128 -d "$DEPTHS"
+    done
+  } > "$OUT/llama-bench.txt" 2>&1
+  cat "$OUT/llama-bench.txt"
+fi
+if has deep; then
+  {
+    for m in $MODELS; do
+      bench "unpatched fork" base "$m" f16 -p 0 -n 128 -d 131072 -r 1
+      bench "unpatched fork" base "$m" turbo3 -p 0 -n 128 -d 131072 -r 1
+      bench "through turbo3" lib "$m" turbo3 -p 0 -n 128 -d 131072 -r 1
+    done
+  } >> "$OUT/llama-bench.txt" 2>&1
+  tail -40 "$OUT/llama-bench.txt"
+fi
+if has setrows; then
+  {
+    for m in $MODELS; do
+      bench "through turbo3, fork SET_ROWS" lib "$m" turbo3 -p 512 -n 128 -d 0,8192
+      GGML_TURBO3_SET_ROWS=1 bench "through turbo3, SET_ROWS through write_rows" lib "$m" turbo3 -p 512 -n 128 -d 0,8192
+    done
+  } >> "$OUT/llama-bench.txt" 2>&1
+  tail -30 "$OUT/llama-bench.txt"
+fi
+
+# ---- same answers ----------------------------------------------------------------------------
+ppl() {  # ppl <label> <runner> <model> <cache> [args]
+  local label="$1" runner="$2" model="$3" cache="$4"; shift 4
+  stamp "$label: $model, cache $cache"
+  "$runner" llama-perplexity -m "$WORK/$model.gguf" -f "$WORK/text.txt" -ngl 99 -fa on -c 2048 -b 2048 --chunks 12 \
+    -ctk "$cache" -ctv "$cache" "$@" 2>&1 |
+    grep -E "Final estimate|Mean    KLD|Maximum KLD|99.0%   KLD|Median  KLD|Same top p|RMS Δp|Mean PPL|turbo3:|error|failed"
+}
+if has perplexity; then
+  {
+    for m in $MODELS; do
+      ppl "unpatched fork (base logits)" base "$m" f16 --kl-divergence-base "$WORK/$m.kld"
+      ppl "unpatched fork" base "$m" turbo3 --kl-divergence-base "$WORK/$m.kld" --kl-divergence
+      ppl "through turbo3" lib "$m" turbo3 --kl-divergence-base "$WORK/$m.kld" --kl-divergence
+    done
+  } > "$OUT/perplexity.txt" 2>&1
+  cat "$OUT/perplexity.txt"
+fi
