@@ -200,7 +200,7 @@ struct mma_raw<L, true> {
 template <class L>
 TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_raw(mma_raw<L>& r, const char* row, int c, bool ok) {
   if constexpr (L::type == data_type::turbo3) {
-    // Block layout (turbo3-format.md §1): norm at half-word 0, qs at 1..16, signs at 17..24.
+    // Block layout (docs/format.md §1): norm at half-word 0, qs at 1..16, signs at 17..24.
     const uint16_t* b = reinterpret_cast<const uint16_t*>(row + (c >> 3) * block_bytes);
     const int q = c & 7;
     r.qs_lo = b[1 + 2 * q];

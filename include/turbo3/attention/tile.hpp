@@ -374,7 +374,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void tile_load_raw(tile_raw<L, C::cpt>& t, cons
     if (jj < n_valid) {
       const char* row = head + static_cast<int64_t>(j0 + jj) * nb1;
       if constexpr (L::type == data_type::turbo3) {
-        // Block layout (turbo3-format.md §1): norm at half-word 0, qs at 1..16, signs at 17..24.
+        // Block layout (docs/format.md §1): norm at half-word 0, qs at 1..16, signs at 17..24.
         const uint16_t* b = reinterpret_cast<const uint16_t*>(row + (c >> 3) * block_bytes);
         const int q = c & 7;
         t.qs_lo[u] = b[1 + 2 * q];
