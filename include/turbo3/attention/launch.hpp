@@ -375,8 +375,8 @@ inline bool launch_vec(const attention_params& p, attention_args a, const vec_pl
   return hipGetLastError() == hipSuccess;
 }
 
-// Families whose automatic prefill route is the MMA kernel. NVIDIA: measured correct and 2-2.6x
-// faster than TILE on an H200. AMD (WMMA, MFMA): compiled and resource-checked but never run on
+// Families whose automatic prefill route is the MMA kernel. NVIDIA: tested, and 4.6-11.7x faster
+// than TILE (docs/performance.md, MMA). AMD (WMMA, MFMA): compiled and resource-checked but never run on
 // the hardware (the gfx12 operand layout in particular is unconfirmed), so TILE stays the default
 // there until a GPU run says otherwise; kernel_choice::mma forces it.
 TURBO3_HD constexpr bool mma_by_default(platform::arch_family f) { return f == platform::arch_family::nvidia; }
