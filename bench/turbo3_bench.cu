@@ -351,7 +351,7 @@ std::vector<prefill_kernel> prefill_kernels() {
   scalar_vec.vec = turbo3::vec_variant::scalar;
   std::vector<prefill_kernel> k = {
       {"vec", with(E::vec)},                  // the decode kernels forced for prefill, as the launcher picks them
-      {"vec-scalar", scalar_vec},             // the FMA decode kernel forced for prefill (the seed's stock path)
+      {"vec-scalar", scalar_vec},             // the FMA decode kernel forced for prefill (the forks' stock path)
       {"materialize", with(E::materialize)},  // dequantize K/V to f16 in workspace, then the f16 kernel
       {"tile", with(E::tile)},                // inline dequant in the shared-memory tile load
   };

@@ -1,4 +1,4 @@
-// Quantizes the golden vector of turbo3-format.md §6 through the installed headers.
+// Quantizes the compatibility vector of docs/format.md §6 through the installed headers.
 #include <turbo3/turbo3.hpp>
 
 #include <cmath>

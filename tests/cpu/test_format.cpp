@@ -38,7 +38,7 @@ uint64_t fresh_seed() {
 
 }  // namespace
 
-TEST_CASE("golden block, Lloyd-Max codebook (format §6)", "[format]") {
+TEST_CASE("compatibility vector, Lloyd-Max codebook (format §6)", "[format]") {
   const auto x = golden_input();
   block_turbo3 b[2];
   ref::quantize_row(x.data(), b, 256);
@@ -47,12 +47,27 @@ TEST_CASE("golden block, Lloyd-Max codebook (format §6)", "[format]") {
   CHECK(fp16_to_float(b[0].norm) == 24.609375f);
 }
 
-TEST_CASE("golden block, legacy codebook (format §6)", "[format]") {
+TEST_CASE("compatibility vector, legacy codebook (format §6)", "[format]") {
   const auto x = golden_input();
   block_turbo3 b[2];
   ref::quantize_row(x.data(), b, 256, codebook::legacy);
   CHECK(hex(&b[0], 50) ==
         "244e7e01b64fcf7a73e87a5b85ba58dc3a77ea886e1096c216e085e640054a0fe29de4c214fba89c54ea5018e01607ef5d1e");
+}
+
+// docs/format.md §6's golden block: every input value is exact in float32, so the bytes depend on
+// no math library.
+TEST_CASE("golden block of docs/format.md §6", "[format]") {
+  float x[128];
+  for (int i = 0; i < 128; ++i) x[i] = static_cast<float>((i * 37) % 128 - 64) / 16.0f * static_cast<float>(1 + i % 5);
+  block_turbo3 b[1];
+  ref::quantize_row(x, b, 128);
+  CHECK(hex(&b[0], 50) ==
+        "9d555226935e3a24d5bd7796c501d46ad00a37921266028e122dc5614551164fa561ae44b80020c705e5cc3ade86e5278b73");
+  CHECK(fp16_to_float(b[0].norm) == 89.8125f);
+  ref::quantize_row(x, b, 128, codebook::legacy);
+  CHECK(hex(&b[0], 50) ==
+        "a0555226935e3a24d5bd7796c501d469d00a37921266028e122dc5614551164fa561ae44b80020c705e5cc3ade86e5278b73");
 }
 
 TEST_CASE("rotation of e0 and sign tables (format §3, §6)", "[format]") {

@@ -1,10 +1,9 @@
 // The MMA prefill kernel (matrix-core fragments, inline dequantization) against ref::attention on
 // identical quantized bytes, limit NMSE 1e-5, forced through launch_options::kernel = mma: the
-// grids of the TILE tests (the seed's twelve, the D = 128 grid, odd lengths, causal and masked,
+// grids of the TILE tests (the twelve seed cases, the D = 128 grid, odd lengths, causal and masked,
 // both rotation modes, both codebooks, every K/V pair, GQA up to 16, capture). First, the fragment
 // abstraction alone: one 16x16x16 multiply checked element by element (lane layouts). A timing
 // harness (hidden tag [.mma-timing]) compares MMA with TILE and materialize at pp512/2048/4096.
-// Written without a GPU at hand: the first run on hardware is its first test.
 #include "attention_problem.hpp"
 
 #include <algorithm>

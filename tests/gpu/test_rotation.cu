@@ -1,6 +1,6 @@
 // The work-group rotations in shared memory (attention/rotate_smem.hpp: two register passes, and one
 // whole group per thread) against
-// the host rotation of turbo3-format.md §3 (ref::rotate_forward / rotate_inverse): the same float
+// the host rotation of docs/format.md §3 (ref::rotate_forward / rotate_inverse): the same float
 // operations in the same order, so identical bits are expected, for padded rows of one and two
 // 128-value groups and for any thread count.
 #include "gpu_common.hpp"

@@ -317,7 +317,7 @@ TEST_CASE("capture: prefill (TILE and materialize) with the arena allocator, rep
 namespace {
 
 // The scalar decode kernel where launch_options can ask for one by name (vec_variant::scalar):
-// the baseline of the seed's stock path, next to whatever VEC variant runs by default.
+// the stock path of the TurboQuant llama.cpp forks, next to whatever VEC variant runs by default.
 template <class O>
 auto scalar_vec(O& o, int) -> decltype(o.vec = decltype(o.vec)::scalar, true) {
   o.vec = decltype(o.vec)::scalar;

@@ -45,9 +45,8 @@ enum class vec_variant {
 // Which matrix-core prefill (MMA) kernel runs. `warpgroup` falls back to `fragment` where it does
 // not apply.
 enum class mma_variant {
-  automatic,  // where warpgroup multiplies apply: `warp_specialized` (measured on an H200:
-              // bench/RESULTS.md, fourteenth, fifteenth and seventeenth sessions); elsewhere
-              // `fragment`
+  automatic,  // where warpgroup multiplies apply: `warp_specialized` (the faster form:
+              // docs/performance.md, MMA); elsewhere `fragment`
   fragment,   // 16x16x16 fragment multiplies (every matrix-core target)
   warpgroup,  // warpgroup multiplies from shared memory, two warpgroups that fill the K/V tiles and
               // multiply (NVIDIA sm_90 in builds for sm_90a that define TURBO3_WARPGROUP_MMA_BUILT;
@@ -376,8 +375,8 @@ inline bool launch_vec(const attention_params& p, attention_args a, const vec_pl
   return hipGetLastError() == hipSuccess;
 }
 
-// Families whose automatic prefill route is the MMA kernel. NVIDIA: measured correct and 2-2.6x
-// faster than TILE on an H200. AMD (WMMA, MFMA): compiled and resource-checked but never run on
+// Families whose automatic prefill route is the MMA kernel. NVIDIA: tested, and 4.6-11.7x faster
+// than TILE (docs/performance.md, MMA). AMD (WMMA, MFMA): compiled and resource-checked but never run on
 // the hardware (the gfx12 operand layout in particular is unconfirmed), so TILE stays the default
 // there until a GPU run says otherwise; kernel_choice::mma forces it.
 TURBO3_HD constexpr bool mma_by_default(platform::arch_family f) { return f == platform::arch_family::nvidia; }
@@ -391,13 +390,10 @@ inline kernel_choice route(const attention_params& p, const launch_options& opt)
   return kernel_choice::vec;  // head dims neither prefill route has (512): VEC still serves them
 }
 
-// The MMA form a call runs: the one it forces, or the measured default, the warp-specialized form
-// (run_mma falls back to the fragment kernel where no warpgroup form applies). turbo3: its
-// producers decode beside the multiplies (1.07-1.09x causal, 1.16-1.19x masked at pp512-pp4096
-// with one producer warpgroup, fourteenth session; two made it 1.07x / 1.05x faster again); f16
-// with a mask 1.09-1.12x; f16 causal 1.04x / 1.04x / 1.02x at pp512 / 2048 / 4096 since the
-// multiplies' descriptors sit in uniform registers (seventeenth session; 1-2% slower before).
-// H200, D = 256.
+// The MMA form a call runs: the one it forces, or the default, the warp-specialized form (run_mma
+// falls back to the fragment kernel where no warpgroup form applies). It is the faster form for
+// both types, causal and masked: turbo3's producers decode beside the multiplies, and f16 gains
+// once the multiplies' descriptors sit in uniform registers (docs/performance.md, MMA).
 inline mma_form mma_form_of(mma_variant v) {
   switch (v) {
     case mma_variant::fragment: return mma_form::fragment;

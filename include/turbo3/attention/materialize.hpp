@@ -3,7 +3,7 @@
 // what TILE's inline dequantization saves, and the fallback for views TILE cannot read directly
 // (f16 rows that are not 16-byte aligned).
 //
-// The copies stay in the rotated domain (turbo3-format.md §4: no inverse rotation at dequant
+// The copies stay in the rotated domain (docs/format.md §4: no inverse rotation at dequant
 // time), so the rotations follow the caller's original types exactly as TILE would apply them:
 // Q is rotated when the original K is turbo3 (and rotate_q), the output is un-rotated when the
 // original V is turbo3 (and unrotate_out). The result then matches ref::attention up to the f16

@@ -29,8 +29,8 @@
 // half after, so unpacking (or loading) and matrix multiplies share each scheduler.
 // Q is read in runs of 16 consecutive values per thread (a warp covers whole rows), the
 // slot order is a closed form per loader, and the softmax is one of three branch-free variants
-// (window; softcap; mask) picked once per tile: measured on an H200 at pp2048-pp4096, those cut
-// 27-32% of the f16 kernel's time and 15-20% of the turbo3 kernel's (bench/RESULTS.md).
+// (window; softcap; mask) picked once per tile: together they take about a quarter of the f16
+// kernel's time and a sixth of the turbo3 kernel's (docs/performance.md, MMA).
 // Causal, or a mask that hides keys (ggml's causal mask: -inf past each query's diagonal): key tiles
 // past the work-group's last visible key are never loaded (each mask row's visible end is read
 // once up front, mask_row_visible_end); a warp whose rows see none of a tile's keys skips its
@@ -43,8 +43,8 @@
 //
 // On sm_90 devices of sm_90a builds, D = 256 with K and V of one type runs on warpgroup multiplies
 // instead (attention/mma_wg.hpp, which shares this file's Q load, softmax and output stores).
-// Status: measured on an H200 (tests/gpu/test_mma.cu, bench/RESULTS.md); AMD back-ends compile
-// without spills (tests/amd/RESOURCES.md) but have not run on AMD hardware.
+// Status: tested and timed on NVIDIA GPUs (tests/gpu/test_mma.cu, bench/RESULTS.md); AMD
+// back-ends compile without spills (tests/amd/RESOURCES.md) but have not run on AMD hardware.
 #pragma once
 
 #include <cstddef>
@@ -92,14 +92,12 @@ struct mma_shape {
 // 205 KB, one per SM) so each unpacked K/V tile feeds twice the rows, without register prefetch
 // (with it, ptxas spills next to the 128 accumulator registers), double buffered in 48-key tiles
 // (two 64-key buffers with their scratch would need 250 KB), turbo3 K and V staged (the decode
-// then reads shared memory, not the cache). Measured on an H200, D = 256: turbo3 32-key double-
-// buffered tiles were 1-5% faster than 64-key single-buffered ones, 48-key 1-2% faster again causal
-// and 2-5% masked; f16 double buffered was 11-13% slower than 64-key single-buffered tiles while
-// every warp filled the next tile before its multiplies, and 1-4% faster causal, 4-8% masked, once
-// half the warps filled it after them (mma_body). AMD: <= 64 KB LDS per work-group, so fewer rows
-// and 32-key tiles, no register prefetch, loads in rounds of two K and two V items. V as key rows on
-// NVIDIA (measured on an H200, D = 256: 10-18% faster than V^T for f16 and turbo3 alike); AMD keeps
-// V^T, whose fragment loads there read contiguous runs.
+// then reads shared memory, not the cache). At D = 256, 48-key double-buffered tiles are faster
+// than 32-key ones and than 64-key single-buffered ones for both types, f16 only because half the
+// warps fill the next tile after their multiplies (mma_body) (docs/performance.md, MMA). AMD:
+// <= 64 KB LDS per work-group, so fewer rows and 32-key tiles, no register prefetch, loads in
+// rounds of two K and two V items. V as key rows on NVIDIA (faster than V^T for f16 and turbo3
+// alike: docs/performance.md, MMA); AMD keeps V^T, whose fragment loads there read contiguous runs.
 TURBO3_HD constexpr mma_shape mma_table(platform::arch_family f, int d) {
   if (f == platform::arch_family::nvidia) {
     return d == 128 ? mma_shape{4, 64, 2, true, 4, true, false, true} : mma_shape{8, 48, 1, false, 4, true, true, true};
@@ -200,7 +198,7 @@ struct mma_raw<L, true> {
 template <class L>
 TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_raw(mma_raw<L>& r, const char* row, int c, bool ok) {
   if constexpr (L::type == data_type::turbo3) {
-    // Block layout (turbo3-format.md §1): norm at half-word 0, qs at 1..16, signs at 17..24.
+    // Block layout (docs/format.md §1): norm at half-word 0, qs at 1..16, signs at 17..24.
     const uint16_t* b = reinterpret_cast<const uint16_t*>(row + (c >> 3) * block_bytes);
     const int q = c & 7;
     r.qs_lo = b[1 + 2 * q];
@@ -541,13 +539,11 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q_run(const tile_args& a, const c
 // un-rotating in shared memory: no shared memory, no barrier, and the 512
 // additions and 256 sign flips of stages h = 1..8 per group become 16 multiplies per warp; the
 // output is rounded to f16 once more on the way (as P and V, the operands it comes from, are).
-// Measured on an H200 (D = 256, pp512): the work-group's un-rotation cost 1.5 us in shared memory
-// (whole groups per thread); on fragments the kernel is 1.7 us faster than without any un-rotation
-// (which still passes the rows through shared memory). The same for Q (loads straight into the A
-// layout) measured 1-6 us slower than whole groups: kept in bench/experiments/mma-q-fragments.patch.
-// Stages h = 16..64 on the f16 A operand with the signs folded into operands (below) against float32
-// stages after the multiply with per-element signs and scale: H200, D = 256, twenty-third session,
-// turbo3 causal 1.9% faster at pp512 (the un-rotation's cost 1.7 -> 0.9 us), masked 1-2%.
+// On fragments the un-rotation costs less than passing the rows through shared memory at all; the
+// same for Q (loads straight into the A layout) is slower than whole groups per thread, so Q keeps
+// those. Stages h = 16..64 run on the f16 A operand with the signs folded into operands (below),
+// which halves their cost against float32 stages after the multiply with per-element signs and
+// scale (docs/performance.md, MMA).
 
 // B[k][n] = H16[in(k)][out(n)]: run value in(k) enters at K index k, run value out(n) leaves at column n.
 template <class In, class Out>
@@ -740,10 +736,11 @@ struct q16_group_words {
 // one whole group per thread, in f16 pair arithmetic: its 64 words stay f16 pairs from their load
 // to their store, each butterfly stage one add or subtract per word (against float32 values: half
 // the instructions and no conversions), the signs one xor per word. Q is rounded to f16 after every
-// stage (seven more roundings: worst MMA NMSE 4.1e-7 -> 7.2e-7 on the test grid). Q's runs are
-// prescaled with rotation_scale in them (mma_load_q_runs). Needs no shared memory besides q16, so
-// the warpgroup kernel's producers can fill the first K/V tiles meanwhile. H200, D = 256 (twenty-
-// third session): turbo3 causal 2% faster at pp512, 1-2% at pp2048 / pp4096, against float32.
+// stage (seven more roundings: worst MMA NMSE on the test grid about 7e-7, against 4e-7 in
+// float32, well inside the 1e-5 limit). Q's runs are prescaled with rotation_scale in them
+// (mma_load_q_runs). Needs no shared memory besides q16, so the warpgroup kernel's producers can
+// fill the first K/V tiles meanwhile. Faster than the float32 form at every size
+// (docs/performance.md, MMA).
 template <int D, class KL, class C, class Q16At>
 TURBO3_DEVICE TURBO3_FORCEINLINE void mma_rotate_q16_pairs_in_place(Q16At q16_at, int tid, int n_threads) {
   using W = q16_group_words<KL>;
@@ -794,8 +791,8 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_rotate_q16_pairs_in_place(Q16At q16_at
 // rotates a whole 128-value group in registers (rotate_whole_groups) and writes it to q16; on AMD
 // (whole_group_rotation_fits) the first pass of the two-pass rotation runs on the runs as they
 // arrive and the second writes f16 straight into q16. The caller synchronizes before reading q16.
-// Measured on an H200 (D = 256, pp512): the two passes cost each work-group about 4 us more than no
-// rotation (5.9 us with rows first), whole groups about 1.7 us.
+// The two passes cost each work-group more than twice what whole groups do (docs/performance.md,
+// MMA).
 // q16_at(r, d): where the f16 value in slot position d of row r goes (pieces of 8 slots from a
 // multiple of 8 are contiguous and 16-byte aligned).
 template <int D, class KL, class C, class Q16At>

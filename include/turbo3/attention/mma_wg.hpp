@@ -21,16 +21,14 @@
 //   while P V still runs (the unpack and the softmax beside the tensor cores, not after them).
 // Causal and masked tiles past the work-group's last visible key are not loaded or multiplied.
 // The epilogue adds sinks, normalizes and stores each warp's rows from its fragments (un-rotated
-// there when asked), as the fragment kernel does on NVIDIA.
-// Measured on an H200 (bench/RESULTS.md, thirteenth session): D = 256 causal pp4096, f16 420 us,
-// turbo3 566 us, against 785 / 830 us with the fragment kernel.
+// there when asked), as the fragment kernel does on NVIDIA. It is about 1.5-1.9x faster than the
+// fragment kernel at D = 256 (docs/performance.md, MMA).
 //
 // The warp-specialized form (mma_wg_producer_body, below) gives the filling to warpgroups of its
 // own (two for turbo3, one for f16): the two that multiply never decode or copy, and the producers
 // run up to a buffer ahead of them. Taken by default for every call the warpgroup kernels cover
-// (launch.hpp's mma_form_of). Fifteenth session, H200, pp4096: turbo3 420 us causal, 571 us
-// masked (this kernel 484 / 706), f16 masked 528 us (595); seventeenth session, with the
-// descriptors in uniform registers: turbo3 386 / 536 us, f16 331 / 486 us (this kernel 338 / 487).
+// (launch.hpp's mma_form_of): it is the faster form for both types, causal and masked
+// (docs/performance.md, MMA).
 #pragma once
 
 #include <cstddef>
@@ -185,9 +183,9 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
   using platform::frag_a;
   using platform::frag_acc;
   constexpr bool t3 = KL::type == data_type::turbo3;
-  // turbo3 overlaps the softmax with P V of the tile before (measured on an H200, D = 256: 5% faster
-  // causal, 1-3% slower masked); f16 runs one tile at a time (the pipelined form was 6-8% slower
-  // causal, 12-20% masked: two sets of P spill next to O).
+  // turbo3 overlaps the softmax with P V of the tile before (faster causal, slightly slower
+  // masked); f16 runs one tile at a time (pipelined, two sets of P spill next to O and it is
+  // slower: docs/performance.md, MMA).
   constexpr bool pipelined = t3;
   static_assert(KL::type == VL::type, "K and V of one type");
   const wg_smem<C> sm;
@@ -442,13 +440,11 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
 // with the registers the producers handed back. Named barriers pass each buffer between them: full
 // (the producers' writes are done) and empty (both consumers' multiplies that read it have
 // finished). turbo3 takes two producer warpgroups: the decode is what the consumers wait for, and
-// a second producer warp per scheduler decodes beside the first (H200, fifteenth session: 1.07x
-// causal, 1.04-1.05x masked against one; one producer with 72 registers and 8 chunks per round
-// instead of 4 gained nothing, so it is the issue slots of a second warp, not the ILP of one).
-// The two split the sides (one fills every K tile, the other every V tile, so a thread carries one
-// side's addresses and its barrier numbers are constants): H200, D = 256, twentieth session, 5.5-6.5%
-// faster causal than both filling K, then V, of each tile; with a mask (since its values are read
-// ahead, twenty-first session) 1-4% faster.
+// a second producer warp per scheduler decodes beside the first (one producer with 72 registers
+// and 8 chunks per round instead of 4 gains nothing, so it is the issue slots of a second warp,
+// not the ILP of one). The two split the sides (one fills every K tile, the other every V tile,
+// so a thread carries one side's addresses and its barrier numbers are constants), which is
+// faster than both filling K, then V, of each tile (docs/performance.md, MMA).
 template <int D, int PRODUCER_WARPGROUPS>
 struct wg_producer_config : wg_config<D> {
   static constexpr int producer_warpgroups = PRODUCER_WARPGROUPS, consumer_warpgroups = 2;
@@ -518,9 +514,9 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
         platform::async_destination_of(sm.ring_slot(t, v_side)) + row * C::raw_pitch + 16 * seg;
     // The common case: a whole tile of a view whose row stride is a multiple of 16 (every row
     // sits as many bytes into its first segment as the first) that ends inside the view: what
-    // each thread copies is fixed for the tile, no test per row (the general loop below spent
-    // ~37 instructions per 16-byte copy, a quarter of the producers' instructions: H200 profile,
-    // fifteenth session).
+    // each thread copies is fixed for the tile, no test per row (the general loop below spends
+    // ~37 instructions per 16-byte copy, a quarter of the producers' instructions:
+    // docs/performance.md, MMA).
     const int shift0 = static_cast<int>(reinterpret_cast<uintptr_t>(src) & 15);
     constexpr int passes = C::keys / per_pass;
     const char* const last_end = (v_side ? v_head : k_head) + static_cast<int64_t>(j0 + C::keys - 1) * nb1 - shift0 +
@@ -718,7 +714,7 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   const bool mask_paired = a.mask != nullptr && mma_mask_rows_paired(a);
   // One tile at a time per consumer warpgroup (the two drift apart, so one's softmax runs beside
   // the other's multiplies). Overlapping a warpgroup's own softmax with its P V (two sets of P)
-  // spilled at the consumers' 224 registers and was 5-19% slower (H200, fourteenth session).
+  // spills at the consumers' 224 registers and is slower (docs/performance.md, MMA).
   for (int t = 0; t < n_tiles; ++t) {
     const int j0 = t * C::keys, b = t & 1;
     frag_acc s_acc[C::n_tiles_k];
@@ -751,8 +747,7 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
 template <int D, class L, class C, bool MASKED>
 TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, 1) mma_wg_producer_kernel(tile_args a) {
   if constexpr (platform::has_warpgroup_mma) {
-    // Launched only without a mask: the mask's code compiles out (H200, twenty-first session: both
-    // types 1% faster causal at pp512, turbo3 1.5% at pp2048).
+    // Launched only without a mask: the mask's code compiles out (docs/performance.md, MMA).
     if constexpr (!MASKED) a.mask = nullptr;
     mma_wg_producer_body<D, L, C, MASKED>(a);
   } else {
@@ -788,14 +783,13 @@ inline bool mma_wg_applies(const attention_params& p) {
 template <int D, class L>
 status launch_mma_wg(const attention_params& p, bool specialized, hipStream_t stream) {
   if (specialized) {
-    // turbo3: two producer warpgroups (the decode wants their issue slots: 3-5% faster than one at
-    // pp2048 / pp4096, H200, fifteenth session); f16: one (it only copies).
+    // turbo3: two producer warpgroups (the decode wants their issue slots: docs/performance.md,
+    // MMA); f16: one (it only copies).
     constexpr bool t3 = L::type == data_type::turbo3;
     using C = wg_producer_config<D, t3 ? 2 : 1>;
     const tile_args a = make_tile_args(p, C::rows, p.k.type, p.v.type);
-    // Calls with a mask take an instantiation of their own (the mask read ahead: H200, D = 256,
-    // twenty-first session, turbo3 with ggml's mask 7-10% faster, f16 4-6%), so that the one
-    // without keeps its registers and code (1-2% slower with both in one kernel).
+    // Calls with a mask take an instantiation of their own (the mask read ahead of the
+    // multiplies), so that the one without keeps its registers and code (docs/performance.md, MMA).
     if (a.mask != nullptr)
       return launch_prefill_grid<&mma_wg_producer_kernel<D, L, C, true>>(a, C::threads, C::smem_bytes, stream);
     return launch_prefill_grid<&mma_wg_producer_kernel<D, L, C, false>>(a, C::threads, C::smem_bytes, stream);

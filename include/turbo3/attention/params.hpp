@@ -55,7 +55,7 @@ struct attention_params {
   bool causal = false;
 
   codebook kv_codebook = codebook::lloyd_max;  // the table every turbo3 dequant in the call uses
-  // The library applies the rotation of turbo3-format.md §5 itself: it rotates Q when K is turbo3
+  // The library applies the rotation of docs/format.md §5 itself: it rotates Q when K is turbo3
   // and un-rotates the output when V is turbo3. An engine that does either in its own graph turns
   // the matching flag off. Ignored for f16 K (resp. V).
   bool rotate_q = true;

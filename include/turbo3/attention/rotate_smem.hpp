@@ -1,4 +1,4 @@
-// The rotation of turbo3-format.md §3 applied by a whole work-group to rows held in shared
+// The rotation of docs/format.md §3 applied by a whole work-group to rows held in shared
 // memory (every thread must call it; it synchronizes internally). Same operations in the same
 // order as the host rotation: signs, the unnormalized butterfly stages h = 1, 2, ..., 64, then
 // scale and signs; so the results are those of the host code, bit for bit.

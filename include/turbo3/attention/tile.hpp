@@ -13,7 +13,7 @@
 // and move steps 1 and 4 into the multiplies: V of a tile is decoded, a chunk at a time, between
 // runs of its score loop, and K of the next tile between runs of the P V loop, so the unpack issues
 // among the FMAs (whose shared-memory waits leave issue slots free) instead of alone between two
-// barriers. H200, D = 256 causal pp512-pp4096: turbo3 TILE 1.10x faster, f16 TILE 1.04-1.06x.
+// barriers (docs/performance.md, TILE).
 // Key tiles past the last key any row may see (causal window; with a mask, each row's last key
 // that is not -inf, read up front) are never loaded.
 // Tile shapes (threads, rows, keys, micro-tiles) come from a per-architecture-family table.
@@ -54,10 +54,10 @@ struct tile_shape {
 // decoded into its own tile while the scores multiply, K of the next tile while P V multiplies, so
 // the unpack's integer instructions issue between the FMAs instead of in a phase of their own
 // between two barriers (three barriers per tile instead of four).
-// NVIDIA (measured on an H200, D = 256, causal pp512-pp4096): 64 rows x 64 keys with 4x4 score
-// and 8x8 output micro-tiles, one 256-thread work-group per SM (150 KB shared, registers uncapped)
-// beat 64 x 32 at two work-groups per SM (the 128-register cap spills the f16 kernels) by 12-28%;
-// D = 128 and 64 keep two work-groups per SM. AMD: <= 64 KB LDS per work-group; D = 256 keeps
+// NVIDIA D = 256: 64 rows x 64 keys with 4x4 score and 8x8 output micro-tiles, one 256-thread
+// work-group per SM (registers uncapped), faster than 64 x 32 at two work-groups per SM, where the
+// 128-register cap spills the f16 kernels (docs/performance.md, TILE); D = 128 and 64 keep two
+// work-groups per SM. AMD: <= 64 KB LDS per work-group; D = 256 keeps
 // rows at 32 and keys at 16 for that; D = 64 takes 32-key tiles (64-key tiles spilled 10-11 VGPRs
 // on RDNA and 17 SGPRs on CDNA3). CDNA3 differs from RDNA only where wave64 needs another lane
 // layout (D = 256). AMD shapes are compile-checked (tests/amd/RESOURCES.md), not yet timed.
@@ -374,7 +374,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void tile_load_raw(tile_raw<L, C::cpt>& t, cons
     if (jj < n_valid) {
       const char* row = head + static_cast<int64_t>(j0 + jj) * nb1;
       if constexpr (L::type == data_type::turbo3) {
-        // Block layout (turbo3-format.md §1): norm at half-word 0, qs at 1..16, signs at 17..24.
+        // Block layout (docs/format.md §1): norm at half-word 0, qs at 1..16, signs at 17..24.
         const uint16_t* b = reinterpret_cast<const uint16_t*>(row + (c >> 3) * block_bytes);
         const int q = c & 7;
         t.qs_lo[u] = b[1 + 2 * q];

@@ -22,10 +22,9 @@ inline constexpr int vec_threads = 128;
 inline constexpr int vec_tile = 128;          // keys per tile: one per thread in the score phase
 inline constexpr int vec_max_splits = 256;    // the combine kernel keeps one weight per split
 inline constexpr int vec_target_blocks_per_sm = 3;  // split-KV sizing (launch.hpp, make_vec_plan)
-// Chunks whose loads a thread issues together before decoding any. Measured on an H200: batches
-// of 8 for turbo3 (and the first V batch issued before the score phase) raised registers from
-// 126 to 163, cut resident work-groups from 4 to 3 per SM and made decode 1.5x slower; 4 is the
-// best measured so far (bench/RESULTS.md).
+// Chunks whose loads a thread issues together before decoding any. Batches of 8 for turbo3 (and
+// the first V batch issued before the score phase) raise registers from 126 to 163 and cut
+// resident work-groups from 4 to 3 per SM, which makes decode much slower (docs/performance.md).
 inline constexpr int vec_load_batch = 4;
 
 // Query rows per work-group (GQA heads x queries), padded to a power of two.
@@ -167,16 +166,15 @@ TURBO3_DEVICE TURBO3_FORCEINLINE size_t vec_row_set(const attention_args& a, con
 
 // Counters of a row set (its split count and its key-chunk claims) sit in a 128-byte line of their
 // own, vec_counter_stride words from the next row set's: every warp of a row set claims its chunks
-// from one counter, and row sets that shared a line queued their atomics behind each other's.
+// from one counter, and row sets sharing a line would queue their atomics behind each other's.
 inline constexpr int vec_counter_stride = 32;
 TURBO3_DEVICE TURBO3_FORCEINLINE size_t vec_counter_offset(const attention_args& a, const vec_context& x, int head_splits) {
   return vec_row_set(a, x, head_splits) * vec_counter_stride;
 }
 
-// Zeroes a call's counters ahead of its kernel. H200, twenty-ninth session: 0.15-0.4 us per call
-// faster than a memset node at depth 4096 (D = 128 and 256; measured with the warp kernel launched
-// to overlap it, which alone measured nothing: bench/experiments/vec-warp-overlapping-launch.patch).
-// No zeroing at all would save 1.3-2.3 us, but needs counters that outlive the call.
+// Zeroes a call's counters ahead of its kernel: a small kernel costs less than a memset node in
+// the graph (docs/performance.md, decode). Counters the caller owns (launch_options::counters)
+// need no zeroing at all.
 inline constexpr int vec_zero_threads = 256;
 template <int Threads>  // a template, so that every translation unit may hold it
 TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(Threads) vec_zero_counters_kernel(unsigned* counters, int n) {
@@ -550,10 +548,12 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_combine_kernel(attentio
 }
 
 // Split-KV merge inside the VEC kernel, in place of the combine kernel (whose launch, and the
-// wait for the whole grid before it, cost ~14 us of a 161 us decode at depth 131072 on an H200).
-// A work-group that has stored its partial rows counts itself on its (sequence, KV block, query
-// tile) counter; the one that completes the count merges every split's rows, un-rotates and stores
-// the output. The launcher zeroes the counters before every launch (workspace comes uninitialized).
+// wait for the whole grid before it, cost about a tenth of a long-context decode:
+// docs/performance.md). A work-group that has stored its partial rows counts itself on its
+// (sequence, KV block, query tile) counter; the one that completes the count merges every split's
+// rows, un-rotates and stores the output. The counters are zero at launch: workspace counters are
+// cleared by vec_zero_counters_kernel ahead of every launch, caller-owned ones are left zero by the
+// call before (below).
 // Every thread calls it after its last partial store. THREADS: the work-group's (whole warps of 32).
 template <int D, int NR, int THREADS = vec_threads>
 TURBO3_DEVICE void merge_splits_if_last(const attention_args& a, const vec_context& x, int head_splits, int tid) {
@@ -580,14 +580,9 @@ TURBO3_DEVICE void merge_splits_if_last(const attention_args& a, const vec_conte
   // pair, then folds the batch in with a running maximum (online, as the softmax does): no pass
   // over the maxima first, no weights through shared memory. The group then un-rotates in
   // registers (rotate_group_warp32) and goes straight to the output: no barrier after the count.
-  // H200, warp decode kernel at D = 256, depth 131072 (per-work-group timelines): one value at a
-  // time took up to 20K cycles of the merging work-group (twenty-sixth session); the maxima first,
-  // then batches of 16 splits, 2.35K + 4.8K cycles (twenty-seventh); batches of 17 (twenty-eighth)
-  // with the rows un-rotated through shared memory, 3.5 us: 1.0 per batch, 0.5 for the
-  // un-rotation, 0.7 for the stores; this way 2.1-2.4 us, of which each batch's loads take
-  // 0.8-1.0 us, 8- or 16-byte; neither L1 prefetches of the second batch nor the maxima loaded
-  // once per warp shortened it (thirty-second session). 33 splits in one batch need 132
-  // registers: the deep kernel spilled.
+  // Each batch's loads take about one round trip whatever their size or request count, so the
+  // merge costs about two round trips at an H200's 33 splits; 33 splits in one batch need 132
+  // registers, which the deep kernel does not have (docs/performance.md, decode).
   constexpr int groups = D / block_values, warps = THREADS / 32, batch = 17;
   const int warp = tid / 32, lane = tid % 32;
   const int n = a.n_splits;

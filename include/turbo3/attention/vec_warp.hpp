@@ -23,9 +23,8 @@
 // query rows, a column block per 4 rows (VCB). Lane (g, t) decodes chunk g of every block for
 // keys 2t, 2t + 1, 2t + 8, 2t + 9 (value_key); m-tile (b, kk) rows g and g + 8 are pairs kk and
 // kk + 4 of chunk g of block b. Transposing V instead (pairs across two keys, as the values' K
-// index runs along keys) took a fifth more byte permutes and twice the accumulators: H200,
-// twenty-eighth session, D = 256 at depth 4096 / 32768 / 131072 16.2 / 42.1 / 118.4 -> 15.3 /
-// 40.3 / 115.1 us.
+// index runs along keys) takes a fifth more byte permutes and twice the accumulators, and is
+// slower at every depth (docs/performance.md, decode).
 // Up to 8 query rows (heads of a GQA group x queries); turbo3 K and V; D = 128 or 256.
 #pragma once
 
@@ -43,10 +42,10 @@ namespace detail {
 
 inline constexpr int vec_warp_rows = 8;  // the fragment's N
 // Work-groups per multiprocessor the kernel is compiled for (the split planner asks the runtime how
-// many fit: launch.hpp, vec_resident_blocks): a cap for more (4: 128 registers) only made the
-// compiler reload the lookup tables and shorten its independent chains (H200, D = 256 at depth
-// 131072: 148 -> 145 us with the cap lifted). Now 198 / 239 registers at D = 256 with 1 / 2 value
-// column blocks (2 fit), 159-163 with 6 warps (2 fit), 140-164 at D = 128 (3 fit).
+// many fit: launch.hpp, vec_resident_blocks): a cap for more (4: 128 registers) makes the compiler
+// reload the lookup tables and shorten its independent chains, which is slower
+// (docs/performance.md, decode). 198 / 239 registers at D = 256 with 1 / 2 value column blocks
+// (2 fit), 159-163 with 6 warps (2 fit), 140-164 at D = 128 (3 fit).
 inline constexpr int vec_warp_min_blocks = 2;
 // Keys per unit of a split (one 16-key group per warp): finer than vec_tile, so short contexts
 // still spread over a full wave of work-groups. The split count sets how many work-groups share a
@@ -56,9 +55,9 @@ TURBO3_HD constexpr int vec_warp_split_keys(int warps) { return 16 * warps; }
 inline constexpr int vec_warp_chunk_groups = 2;
 // Warps per work-group: 4, or at D = 256 with one value column block and at least
 // vec_warp_deep_keys keys, 6 (two work-groups per SM at 168 registers: 3 warps per scheduler
-// instead of 2, without the early V decode). H200, twenty-eighth session, D = 256 (16 heads over
-// 8), us at depth 4096 / 32768 / 131072: 4 warps 15.2 / 40.4 / 115.2, 6 warps 17.9 / 41.7 / 111.9
-// (a warp's last chunk takes longer at 3 per scheduler, and short contexts leave warps idle).
+// instead of 2, without the early V decode). 6 warps pay off only in long contexts: a warp's last
+// chunk takes longer at 3 per scheduler, and short contexts leave warps idle (docs/performance.md,
+// decode).
 inline constexpr int vec_warp_deep_warps = 6;
 inline constexpr int64_t vec_warp_deep_keys = 65536;
 TURBO3_HD constexpr int vec_warp_warps(int d, int col_blocks, int64_t n_kv) {
@@ -93,8 +92,8 @@ struct vec_warp_config {
   // A staged row starts as many bytes into its first copy unit as it does in the cache (0 or 2
   // with 4-byte copies, 0-6 with 8-byte ones), so shared and global units line up. The pitch, in
   // 4-byte words, is 4 mod 8: the score loads (8 rows x 4 adjacent words) and the value loads
-  // (rows 0, 2, 4, 6 x 8 adjacent words) then fall on 32 distinct banks. Measured on an H200 with
-  // the old pitch (26 words at D = 256): a third of the shared-load wavefronts were conflicts.
+  // (rows 0, 2, 4, 6 x 8 adjacent words) then fall on 32 distinct banks. A tight pitch (26 words
+  // at D = 256) makes a third of the shared-load wavefronts bank conflicts.
   static constexpr int pitch_words_min = (row_bytes + 6 + 3) / 4;
   static constexpr int pitch = 4 * (pitch_words_min + (12 - pitch_words_min % 8) % 8);
   static_assert(pitch % 32 == 16 && pitch / 4 >= pitch_words_min, "conflict-free pitch");
@@ -142,16 +141,16 @@ struct vec_warp_config {
   static constexpr int max2(int x, int y) { return x > y ? x : y; }
   static constexpr int smem_bytes = max2(staging_bytes, query_bytes);
   // The scores on integer multiplies (m16n8k32, signed bytes) in the deep-context (6-warp) form,
-  // on fp16 ones (m16n8k16) in the others. H200, thirtieth session, D = 256: the integer form 1.5%
-  // faster at depth 131072 (109.1 -> 107.5 us), 6-7% slower at 4096 (12.9 -> 13.7 us; D = 128 the
-  // same), where the rounding of Q and a longer score chain are not amortized.
+  // on fp16 ones (m16n8k16) in the others: the integer form wins in long contexts and loses in
+  // short ones, where the rounding of Q and a longer score chain are not amortized
+  // (docs/performance.md, decode).
   static constexpr bool integer_scores = n_warps == vec_warp_deep_warps;
   // Q fragments per lane (and byte plane, integer): [block][half][k-step]
   static constexpr int q_frags = blocks * 2 * (integer_scores ? 2 : 4);
   // V blocks whose value operand is decoded before the softmax, so that their byte permutes fill
-  // the softmax's dependency waits. H200 (twenty-second session): the first of two at D = 256 1.4%
-  // faster at depth 131072 (214-220 registers, still 2 work-groups per SM; both blocks early
-  // 1.0-1.2%); D = 128's one block early 4% slower.
+  // the softmax's dependency waits: the first of two at D = 256 (214-220 registers, still 2
+  // work-groups per SM; both blocks early gain less); none at D = 128, where its one block early
+  // is slower (docs/performance.md, decode).
   static constexpr int early_v_blocks = blocks == 2 && n_warps == 4 ? 1 : 0;
   static_assert(vec_warp_head_dim(D), "turbo3 VEC on matrix instructions covers D = 128 and 256");
   static_assert(max_row_units(4) <= 32, "one row per warp pass at most");
@@ -163,10 +162,9 @@ struct vec_warp_config {
 // order, padding rows zero: a warp per 128-value group, 4 values per lane. load() issues the
 // global loads (the kernel calls it first, so they are not queued behind its first copies);
 // store() rotates in registers and shuffles (rotate_group_warp32), writes the rows to shared
-// memory once and synchronizes. The fragments then pick their slots' values. H200, twenty-seventh
-// session (a per-work-group timeline): Q ready 4.8 us after entry with the loads behind the first
-// copies and the rotation in the work-group's two shared-memory passes, 3.7 us this way (D = 256
-// 1.2-1.3 us faster at every depth).
+// memory once and synchronizes. The fragments then pick their slots' values. Loads behind the
+// first copies and a rotation in the work-group's two shared-memory passes make Q ready about
+// 1 us later (docs/performance.md, decode).
 template <class C>
 struct warp_queries {
   static constexpr int items = C::NR * C::blocks;
@@ -176,10 +174,9 @@ struct warp_queries {
 
   // Every load is issued before any value is used, from an address that is valid for every item
   // (a padding item reads row 0 and is zeroed in store()), with no branch between them; the values
-  // are converted only in store(), after the first copies are out. Converted as they loaded (one
-  // value at a time behind a branch), a warp's loads ran one round trip after another before the
-  // kernel's first copies were issued (H200, twenty-eighth session, D = 256: group 0's copies out
-  // 1.95 us after entry instead of 2.6, Q ready at 3.1 us instead of 3.7).
+  // are converted only in store(), after the first copies are out. Converted as they load (one
+  // value at a time behind a branch), a warp's loads would run one round trip after another
+  // before the kernel's first copies are issued (docs/performance.md, decode).
   TURBO3_DEVICE TURBO3_FORCEINLINE void load(const attention_args& a, const vec_context& x, int warp, int lane) {
     const bool f16 = a.q_f16;
     TURBO3_UNROLL
@@ -245,8 +242,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
   warp_queries<C> queries;
   queries.load(a, x, warp, lane);
   const int row_unit = vec_head_row_unit(a.k_nb1, a.v_nb1, x.k_head, x.v_head);
-  // The lookup tables stay kernel arguments: kept in registers (lut_in_registers) the kernel issues
-  // 3% fewer instructions and is no faster (H200: D = 256 143 -> 143-144 us, D = 128 78 -> 80 us).
+  // The lookup tables stay kernel arguments: kept in registers (lut_in_registers) the kernel
+  // issues 3% fewer instructions and is no faster (docs/performance.md, decode).
   const turbo3_lut& lut = a.lut;
 
   // ---- this warp's keys: chunks of CG groups, the first two fixed, the rest claimed at run time
@@ -259,10 +256,9 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
   // atomic's latency hides behind CG groups of math. A warp's chunk ids only grow: once a
   // group starts at or past kv_end, every later one does. With make_vec_context's KV blocks first
   // in launch order, every row set has as many first as second work-groups of a multiprocessor.
-  // H200, twenty-seventh session, D = 256 at depth 131072 (with the Q loads issued together and group 0
-  // staged before Q): the work-groups' loop ends spread over 104-111 us (89-117 us with a fixed
-  // range per split), 126.7 -> 120.6 us. Claims by row set in head-major launch order (twelfth
-  // session) gained nothing: the second work-groups of the SMs then all served the same heads.
+  // Run-time claims narrow the spread of the work-groups' loop ends about fourfold against a fixed
+  // key range per split (docs/performance.md, decode). Claims by row set in head-major launch
+  // order gain nothing: the second work-groups of the SMs then all serve the same heads.
   constexpr int CG = vec_warp_chunk_groups;
   static_assert(CG >= 2 && C::stages - 1 <= CG, "two chunk ids cover the groups staged ahead");
   const int blocks_per_seq = a.n_head_kv * head_splits;
@@ -302,10 +298,9 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
     return copy_plan{unit * q - shift, last_bytes > 0 ? 16 * (C::units_per_lane - 1) : 0, last_bytes};
   };
   // Per pass, one source address per lane and its copies at constant offsets from it; a full group
-  // (warp-uniform) takes one branch-free path, a partial one (a split's last) another. H200,
-  // twenty-sixth session: one lane per unit, and then four lanes per row with a branch per pass,
-  // both took about 140 instructions per 16-key group for K's and V's staging; this form and the
-  // batched loads of merge_splits_if_last together: D = 256 4.8% faster at depth 131072.
+  // (warp-uniform) takes one branch-free path, a partial one (a split's last) another. One lane
+  // per unit, or four lanes per row with a branch per pass, take about 140 instructions per 16-key
+  // group for K's and V's staging (docs/performance.md, decode).
   auto copy_units = [&](auto unit_c, int dst_offset, const char* head, int64_t nb1, const copy_plan& cp, int j0,
                         int n) {
     constexpr int unit = decltype(unit_c)::value, lanes = C::copy_lanes_per_row(unit);
@@ -330,10 +325,9 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
     }
   };
   // The copy unit is a template constant of each copy of the group loop (run_groups below), so the
-  // loop that runs holds only its own staging code. H200, twenty-fifth session: with all three forms
-  // in one loop, its hot code (about 15 KB) sat spread over 32 KB and 9% of the warps' stall samples
-  // were instruction fetches; one loop per form, and the ring slots stepped instead of taken modulo
-  // 3: D = 256 3.6% faster at depth 131072 (139 -> 134 us), 2.5% at 32768, D = 128 within 1%.
+  // loop that runs holds only its own staging code. With all three forms in one loop, its hot code
+  // (about 15 KB) spreads over 32 KB and a tenth of the warps' stall samples are instruction
+  // fetches (docs/performance.md, decode).
   auto copy_rows = [&](auto unit_c, int dst_offset, const char* head, int64_t nb1, const copy_plan& cp, int j0, int n) {
     constexpr int unit = decltype(unit_c)::value;
     if constexpr (unit == 8 || unit == 4) {
@@ -351,9 +345,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
   // source address (a 64-bit multiply-add per group where 8-byte units take one per pass and
   // tensor), so a group is 7 copies per lane at D = 256 instead of 14. They allocate in L1
   // (async_copy_sized<16>): a lane's next unit is the second half of the sector its last one
-  // fetched. Copies that bypassed L1 (cp.async.cg) were 13% slower at depth 131072 (H200,
-  // thirtieth session, call B; each then reads its sector from L2 on its own, it seems); through L1,
-  // D = 256 0.7-1.4% faster at 131072 and 1% at 32768 than 8-byte copies (call C).
+  // fetched. Copies that bypass L1 (cp.async.cg) are much slower: each then reads its sector from
+  // L2 on its own (docs/performance.md, decode).
   struct copy16_plan {
     const char* first;  // the lane's tensor's head, moved back to the start of its rows' first unit
     int64_t nb1;
@@ -397,8 +390,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
   // The key of the value operand's K-index pair k (a0 / a2 / the next multiply's a0 / a2) in this
   // lane: 2t + (k & 1) + 8 (k >> 1). A load of a key's chunk g then takes rows 2t + c for the four
   // t, pitch / 4 = 4 mod 8 words x 2 apart: their 8-word runs fall on 32 distinct banks (keys t + 4k,
-  // four adjacent rows, overlapped: a quarter of the kernel's shared-load wavefronts were conflicts,
-  // H200, twenty-ninth session).
+  // four adjacent rows, overlap: a quarter of the kernel's shared-load wavefronts would be
+  // conflicts).
   auto value_key = [&](int k) { return 2 * t + (k & 1) + 8 * (k >> 1); };
   // The rows this lane's score and value fragments touch: 2t and 2t+1. Keys j < key_limit[e] may be
   // visible to row 2t+e (the keys' end and the causal diagonal; none for a padding row), so the
@@ -535,8 +528,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
     TURBO3_UNROLL
     for (int i = 1; i < C::stages - 1; ++i) stage(unit_c, plans, i, i * C::ring_stride);
     // The first claim, only now: it is first taken by the staging of group 2 * CG, two groups
-    // later. Issued at the kernel's start (when only the first chunk was fixed), it cost 0.4-1.1 us
-    // per call at D = 256 (H200, twenty-ninth session, calls B and C).
+    // later. Issued at the kernel's start, its atomic queues ahead of the Q work and the first
+    // copies (docs/performance.md, decode).
     if (lane == 0) claimed = platform::atomic_add(work_counter, 1u);
 
     int use_slot = 0, fill_slot = (C::stages - 1) * C::ring_stride;  // ring offsets of groups i and i + stages - 1
@@ -727,9 +720,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
   // ---- merge the warps: each writes its rows into its own ring slots as soon as its loop ends (the
   // other warps may still be running theirs), so after the barrier only the combine is left: a
   // thread per 4 values of a row, one 16-byte load per warp and one 16-byte store of the partial
-  // row. H200, thirty-second session, depth 131072 (the work-groups' last loop end to their partial
-  // rows out, latest of each): 0.9 us with the rows written after the barrier (a 4-way bank
-  // conflict per store, every warp at once) and one value per thread, 0.5 us this way.
+  // row. Rows written after the barrier would store with a 4-way bank conflict, every warp at once
+  // (docs/performance.md, decode).
   TURBO3_UNROLL
   for (int e = 0; e < 2; ++e)
     TURBO3_UNROLL

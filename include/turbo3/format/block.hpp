@@ -1,4 +1,4 @@
-// The turbo3 block: one 128-element group of one K or V row, 50 bytes (turbo3-format.md §1).
+// The turbo3 block: one 128-element group of one K or V row, 50 bytes (docs/format.md §1).
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// The 3-bit codebooks (turbo3-format.md §2): the one source of the levels and thresholds.
+// The 3-bit codebooks (docs/format.md §2): the one source of the levels and thresholds.
 #pragma once
 
 #include "turbo3/platform/device.hpp"

@@ -1,4 +1,4 @@
-// Bit packing of 3-bit indices into a block (turbo3-format.md §1), host and device.
+// Bit packing of 3-bit indices into a block (docs/format.md §1), host and device.
 #pragma once
 
 #include "turbo3/format/block.hpp"

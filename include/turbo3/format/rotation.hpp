@@ -1,4 +1,4 @@
-// The fixed 128-point rotation R = D(s2) (1/sqrt(128)) H D(s1) of turbo3-format.md §3, shared by
+// The fixed 128-point rotation R = D(s2) (1/sqrt(128)) H D(s1) of docs/format.md §3, shared by
 // host and device. The sign tables are functions so device code can use them without globals.
 #pragma once
 
@@ -13,7 +13,7 @@ inline constexpr double rotation_scale_f64 = 0.08838834764831845;  // 1/sqrt(128
 inline constexpr float rotation_scale = static_cast<float>(rotation_scale_f64);
 static_assert(rotation_scale == 0.08838834764831845f, "the float scale is 1/sqrt(128) rounded once");
 
-// Bit e of word e/32 set means sign -1 (turbo3-format.md §3).
+// Bit e of word e/32 set means sign -1 (docs/format.md §3).
 TURBO3_HD constexpr uint32_t rotation_s1_word(int w) {
   return w == 0 ? 0xE46A0359u : w == 1 ? 0x42F85949u : w == 2 ? 0xA4C63BBBu : 0x49F250A9u;
 }

@@ -70,8 +70,10 @@ inline turbo3_lut make_turbo3_lut(codebook cb) {
 
 // The tables of a kernel argument, each in a register of its own for the whole kernel: a kernel
 // that calls this once at its start does not re-copy them from uniform registers before each byte
-// permute (which the compiler otherwise does: 88 copies per 16-key group in the warp decode kernel,
-// about 20 per 16-value chunk in the TILE kernel, measured on an H200).
+// permute (which the compiler otherwise does, about 20 copies per 16-value chunk in the TILE
+// kernel). The TILE and MMA kernels take their tables this way (lut_for, below; the warp-specialized
+// MMA producers directly); the warp decode kernel reads them from its argument, where keeping them
+// in registers saves instructions but no time (vec_warp.hpp).
 TURBO3_DEVICE TURBO3_FORCEINLINE turbo3_lut lut_in_registers(const turbo3_lut& in) {
   turbo3_lut lut;
   TURBO3_UNROLL

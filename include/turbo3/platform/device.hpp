@@ -116,8 +116,8 @@ TURBO3_DEVICE TURBO3_FORCEINLINE unsigned atomic_add(unsigned* p, unsigned v) { 
 // after a barrier) are visible to a work-group whose own acquire-release add reads its result, and
 // loads after that add (after a barrier, for the work-group) see the stores behind every add it
 // follows. One thread's add replaces a fence in every thread: NVIDIA's __threadfence() is a
-// sequentially consistent fence (fence.sc.gpu), heavier than this message passing needs (H200,
-// twenty-seventh session: the warp decode kernel 0.3-0.5 us faster per call).
+// sequentially consistent fence (fence.sc.gpu), heavier than this message passing needs
+// (docs/performance.md, decode).
 TURBO3_DEVICE TURBO3_FORCEINLINE unsigned atomic_add_acq_rel(unsigned* p, unsigned v) {
 #if defined(TURBO3_PLATFORM_CUDA)
   unsigned old;

@@ -67,7 +67,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t shared_address_of(const void* p) {
 // The operand `bytes` further on (a multiple of 16; the address stays below 256 KB). The start
 // address is the descriptor's low 14 bits (16-byte units), so the add never carries out of the
 // low word: a 32-bit add, which the compiler folds into the uniform registers a multiply reads
-// (a 64-bit one took about ten vector instructions per multiply: H200 profile, seventeenth session).
+// (a 64-bit one takes about ten vector instructions per multiply: docs/performance.md, MMA).
 TURBO3_DEVICE TURBO3_FORCEINLINE uint64_t wg_offset(uint64_t desc, int bytes) {
   const uint32_t lo = static_cast<uint32_t>(desc) + static_cast<uint32_t>(bytes >> 4);
   return (desc & 0xffffffff00000000ull) | lo;
@@ -108,7 +108,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE uint64_t wg_operand_swizzled(const void* p, uin
 // to the multiply, where the compiler keeps it in uniform registers (one descriptor per tile held
 // in uniform registers, no vector instruction per multiply), instead of being hoisted out of the
 // loop as one 64-bit value per multiply kept in vector registers (about ten vector instructions
-// per multiply: H200 profile, seventeenth session).
+// per multiply: docs/performance.md, MMA).
 template <bool TransB, int B_OFF = 0>
 TURBO3_DEVICE TURBO3_FORCEINLINE void wg_mma_rs(frag_acc (&acc)[4], const frag_a& a, uint64_t b, bool accumulate) {
   static_assert(B_OFF >= 0 && B_OFF < (1 << 14), "an offset within shared memory");

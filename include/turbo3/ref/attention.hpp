@@ -11,7 +11,7 @@
 //   A query row that sees no key at all outputs zeros (with or without a sink: the sink joins the
 //   denominator only, so the numerator is an empty sum).
 //
-// Rotation (turbo3-format.md §5). Dequantized turbo3 values are in the rotated domain.
+// Rotation (docs/format.md §5). Dequantized turbo3 values are in the rotated domain.
 //   - K turbo3 and rotate_q: each 128-chunk of the query row is rotated forward before the dot
 //     products. V turbo3 and unrotate_out: each 128-chunk of the output row is rotated back once,
 //     at the end. With a flag off the caller has already done that step; for f16 K (resp. V) the

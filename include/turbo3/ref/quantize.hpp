@@ -1,5 +1,5 @@
 // CPU reference of the turbo3 format: quantize, dequantize and rotate rows, byte for byte as
-// turbo3-format.md §3-4 specify. Plain C++ (no GPU compiler needed).
+// docs/format.md §3-4 specify. Plain C++ (no GPU compiler needed).
 //
 // Precondition of every function: n % 128 == 0 (asserted in debug builds).
 // Bit-exactness needs float arithmetic without FMA contraction: compile with -ffp-contract=off
@@ -20,7 +20,7 @@
 namespace turbo3 {
 namespace ref {
 
-// Quantize one 128-group (turbo3-format.md §3, float32 throughout).
+// Quantize one 128-group (docs/format.md §3, float32 throughout).
 inline void quantize_group(const float* x, block_turbo3& out, codebook cb = codebook::lloyd_max) {
   const codebook_table table = codebook_values(cb);
   float ss = 0.0f;
