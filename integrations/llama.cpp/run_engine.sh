@@ -47,11 +47,15 @@ if has tests; then
     stamp "unpatched fork: test-backend-ops -o FLASH_ATTN_EXT"
     base test-backend-ops -b CUDA0 -o FLASH_ATTN_EXT 2>&1 | grep -vE "^\s*$"
     stamp "through turbo3: test-backend-ops -o FLASH_ATTN_EXT"
-    GGML_TURBO3_LOG=1 lib test-backend-ops -b CUDA0 -o FLASH_ATTN_EXT 2>&1 | grep -vE "^\s*$"
-    stamp "through turbo3, turbo3 SET_ROWS through write_rows: test-backend-ops -o SET_ROWS_TURBO3"
-    GGML_TURBO3_SET_ROWS=1 lib test-backend-ops -b CUDA0 -o SET_ROWS_TURBO3 2>&1 | grep -vE "^\s*$"
+    lib test-backend-ops -b CUDA0 -o FLASH_ATTN_EXT 2>&1 | grep -vE "^\s*$"
   } > "$OUT/test-backend-ops.txt" 2>&1
-  grep -E "^### |tests passed|turbo3: FLASH|turbo3: .*left to ggml|Backend CUDA0|FAIL" "$OUT/test-backend-ops.txt" | head -60
+  # per build: cases passed, failed and not supported, overall and with a turbo3 K/V
+  sed 's/\x1b\[[0-9;]*m//g' "$OUT/test-backend-ops.txt" | awk '
+    /^### unpatched/ { s = "unpatched" } /^### through turbo3/ { s = "turbo3 " }
+    /FLASH_ATTN_EXT\(/ { st = /: OK/ ? "passed" : /not supported/ ? "not supported" : /FAIL/ ? "failed" : "other";
+                         n[s " all    " st]++; if (/type_K=turbo3/) n[s " turbo3 " st]++ }
+    /tests passed|turbo3: FLASH_ATTN_EXT [0-9]+ served/ { print s ": " $0 }
+    END { for (k in n) print k ": " n[k] }' | sort
 fi
 
 # ---- end to end ------------------------------------------------------------------------------
@@ -105,6 +109,10 @@ if has perplexity; then
       ppl "unpatched fork (base logits)" base "$m" f16 --kl-divergence-base "$WORK/$m.kld"
       ppl "unpatched fork" base "$m" turbo3 --kl-divergence-base "$WORK/$m.kld" --kl-divergence
       ppl "through turbo3" lib "$m" turbo3 --kl-divergence-base "$WORK/$m.kld" --kl-divergence
+      GGML_TURBO3_SET_ROWS=1 ppl "through turbo3, SET_ROWS through write_rows" lib "$m" turbo3 \
+        --kl-divergence-base "$WORK/$m.kld" --kl-divergence
+      # the arithmetic alone: the library's f16 kernels against the fork's, on the same f16 cache
+      GGML_TURBO3=all ppl "through turbo3 (f16 nodes too)" lib "$m" f16 --kl-divergence-base "$WORK/$m.kld" --kl-divergence
     done
   } > "$OUT/perplexity.txt" 2>&1
   cat "$OUT/perplexity.txt"
