@@ -1,14 +1,18 @@
 // write_rows: quantize f32/f16 rows into a turbo3 cache, or copy them into an f16 cache, on the
 // device. Byte-exact with ref::quantize_row: the reductions the format defines as sequential run
-// sequentially, and every multiply and add is rounded on its own (no FMA contraction).
+// sequentially, and every multiply and add is rounded on its own (no FMA contraction); a norm past
+// the largest finite fp16 value is stored as 65504 by both (clamp_to_fp16_range).
 #pragma once
 
 #include <cstdint>
 #include <type_traits>
 
+#include "turbo3/attention/validate.hpp"
 #include "turbo3/format/codebook.hpp"
+#include "turbo3/format/fp16.hpp"
 #include "turbo3/format/rotation.hpp"
 #include "turbo3/platform/device.hpp"
+#include "turbo3/platform/device_state.hpp"
 #include "turbo3/status.hpp"
 #include "turbo3/types.hpp"
 
@@ -103,7 +107,7 @@ TURBO3_UNROLL
       for (int i = 0; i < block_values; ++i) rr = platform::add_rn(rr, value[i]);
       const float r2 = platform::sqrt_rn(rr);
       const float n = group_norm;
-      out->norm = platform::float_to_half_bits((r2 > 1e-10f) ? platform::div_rn(n, r2) : n);
+      out->norm = platform::float_to_half_bits(clamp_to_fp16_range((r2 > 1e-10f) ? platform::div_rn(n, r2) : n));
     } else if (t <= block_qs_bytes) {
       const int k = t - 1;
       out->qs[k] = static_cast<uint8_t>((index[4 * k] & 3) | ((index[4 * k + 1] & 3) << 2) |
@@ -134,7 +138,27 @@ TURBO3_GLOBAL void write_f16_kernel(row_source src, const Index* row_ids, cache_
 
 }  // namespace detail
 
-// Checks arguments without touching the device: null pointers, types, sizes, strides, alignment.
+namespace detail {
+
+// Bytes from data to the end of row n_rows - 1 of rows of row_bytes bytes, row_stride apart:
+// checked unsigned arithmetic against 2^63 - 1 (the kernels offset rows with signed 64-bit
+// products), not wrapping the address space from data. false where it does not fit.
+inline bool rows_span(const void* data, int64_t n_rows, size_t row_stride, size_t row_bytes, size_t& bytes) {
+  constexpr uint64_t limit = static_cast<uint64_t>(INT64_MAX);
+  if (n_rows < 1 || row_stride > limit || row_bytes > limit) return false;
+  const uint64_t steps = static_cast<uint64_t>(n_rows - 1);
+  if (steps != 0 && row_stride > (limit - row_bytes) / steps) return false;
+  const uint64_t total = steps * row_stride + row_bytes;
+  if (total > UINTPTR_MAX - reinterpret_cast<uintptr_t>(data)) return false;
+  bytes = static_cast<size_t>(total);
+  return true;
+}
+
+}  // namespace detail
+
+// Checks arguments without touching the device: null pointers, types, sizes, strides, alignment;
+// n_rows * n_cols and both views' spans within 2^63 - 1 bytes; the source's rows share no byte
+// with the cache's (invalid_argument: the kernels would read what they write).
 inline status validate_write(const row_source& src, const cache_view& dst) {
   if (!src.data || !dst.data) return status::invalid_argument;
   if (src.n_cols <= 0 || src.n_rows < 0 || dst.n_rows <= 0) return status::invalid_argument;
@@ -142,17 +166,29 @@ inline status validate_write(const row_source& src, const cache_view& dst) {
   if (dst.type != data_type::f16 && dst.type != data_type::turbo3) return status::unsupported;
   if (dst.n_cols != src.n_cols) return status::invalid_argument;
   if (dst.type == data_type::turbo3 && src.n_cols % block_values != 0) return status::invalid_argument;
+  // the kernels count values (f16) and groups (turbo3) of the source in int64
+  if (src.n_rows > 0 && src.n_cols > INT64_MAX / src.n_rows) return status::invalid_argument;
+  if (src.n_cols > INT64_MAX / 4) return status::invalid_argument;  // a row's bytes fit
   const size_t src_elem = element_bytes(src.type);
   if (!detail::is_aligned(src.data, src_elem) || src.row_stride % src_elem != 0) return status::invalid_argument;
   if (src.n_rows > 1 && src.row_stride < row_bytes(src.type, src.n_cols)) return status::invalid_argument;
   if (!detail::is_aligned(dst.data, 2) || dst.row_stride % 2 != 0) return status::invalid_argument;
   if (dst.n_rows > 1 && dst.row_stride < row_bytes(dst.type, dst.n_cols)) return status::invalid_argument;
+  size_t src_bytes = 0, dst_bytes = 0;
+  if (!detail::rows_span(dst.data, dst.n_rows, dst.row_stride, row_bytes(dst.type, dst.n_cols), dst_bytes))
+    return status::invalid_argument;
+  if (src.n_rows > 0) {
+    if (!detail::rows_span(src.data, src.n_rows, src.row_stride, row_bytes(src.type, src.n_cols), src_bytes))
+      return status::invalid_argument;
+    if (detail::ranges_overlap(src.data, src_bytes, dst.data, dst_bytes)) return status::invalid_argument;
+  }
   return status::ok;
 }
 
 // Writes source row r into cache row row_ids[r] (row r when row_ids is null). Index is int32_t
 // or int64_t; row_ids is device memory. Ids outside [0, dst.n_rows) are skipped on the device.
 // Launches one kernel on `stream`; no allocation, no synchronization (graph-capture safe).
+// invalid_argument for what validate_write refuses and for a codebook that names no table.
 template <class Index>
 status write_rows(const row_source& src, const Index* row_ids, const cache_view& dst, hipStream_t stream,
                   codebook cb = codebook::lloyd_max) {
@@ -160,7 +196,9 @@ status write_rows(const row_source& src, const Index* row_ids, const cache_view&
                 "row ids are int32_t or int64_t");
   const status s = validate_write(src, dst);
   if (s != status::ok) return s;
+  if (!is_known(cb)) return status::invalid_argument;
   if (src.n_rows == 0) return status::ok;
+  const platform::error_scope errors;
   constexpr int64_t max_blocks = 65535;
   if (dst.type == data_type::turbo3) {
     const int64_t groups = src.n_rows * (src.n_cols / block_values);
@@ -171,7 +209,7 @@ status write_rows(const row_source& src, const Index* row_ids, const cache_view&
     const unsigned grid = static_cast<unsigned>(blocks < max_blocks ? blocks : max_blocks);
     detail::write_f16_kernel<Index><<<grid, 256, 0, stream>>>(src, row_ids, dst);
   }
-  return hipGetLastError() == hipSuccess ? status::ok : status::runtime_error;
+  return errors.launches_ok() ? status::ok : status::runtime_error;
 }
 
 }  // namespace turbo3

@@ -187,3 +187,39 @@ TEST_CASE("fp16 conversion rounds to nearest even and round-trips", "[format]") 
     REQUIRE(fp16_from_float(-fp16_to_float(bits)) == (bits | 0x8000));
   }
 }
+
+TEST_CASE("fp16_from_float_saturated stops at 65504 and keeps NaN", "[format]") {
+  CHECK(fp16_from_float_saturated(65504.0f) == 0x7bff);
+  CHECK(fp16_from_float_saturated(65519.99f) == 0x7bff);
+  CHECK(fp16_from_float_saturated(65520.0f) == 0x7bff);  // fp16_from_float: 0x7c00 (infinity)
+  CHECK(fp16_from_float(65520.0f) == 0x7c00);
+  CHECK(fp16_from_float_saturated(1e30f) == 0x7bff);
+  CHECK(fp16_from_float_saturated(INFINITY) == 0x7bff);
+  CHECK(fp16_from_float_saturated(-INFINITY) == 0xfbff);
+  CHECK(fp16_from_float_saturated(-70000.0f) == 0xfbff);
+  const uint16_t nan = fp16_from_float_saturated(NAN);
+  CHECK((nan & 0x7c00) == 0x7c00);
+  CHECK((nan & 0x03ff) != 0);
+  for (float f : {0.0f, 1.0f, -2.5f, 1e-7f, 65503.0f, 32768.5f})
+    CHECK(fp16_from_float_saturated(f) == fp16_from_float(f));
+}
+
+// A finite group whose corrected norm rounds past 65504 (one value of 65000 is enough: the norm
+// correction divides by r < 1) is stored with norm 65504 and dequantizes to finite values.
+TEST_CASE("a group whose norm overflows fp16 stores 65504, finite after dequantizing", "[format]") {
+  for (codebook cb : {codebook::lloyd_max, codebook::legacy}) {
+    for (float big : {65000.0f, -65000.0f, 1e6f, 3e38f}) {
+      std::vector<float> x(256, 0.0f);
+      x[3] = big;
+      x[130] = 1.0f;  // the second group stays small
+      std::vector<block_turbo3> q(2);
+      ref::quantize_row(x.data(), q.data(), 256, cb);
+      INFO(to_string(cb) << " value " << big);
+      CHECK(q[0].norm == 0x7bff);
+      CHECK(q[1].norm != 0x7bff);
+      std::vector<float> y(256);
+      ref::dequantize_row(q.data(), y.data(), 256, cb);
+      for (float v : y) REQUIRE(std::isfinite(v));
+    }
+  }
+}

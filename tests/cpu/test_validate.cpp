@@ -1,5 +1,6 @@
 // validate(): every rule of attention/validate.hpp, one field at a time, on a well-formed call.
-// validate() never dereferences data pointers, so the views point into one small host buffer.
+// validate() never dereferences data pointers, so the views point at addresses of their own, 1 MiB
+// apart (no view spans more), that no memory backs.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -13,7 +14,8 @@ using turbo3::status;
 
 namespace {
 
-alignas(256) unsigned char g_storage[4096];
+// Address of view `region` (1 MiB apart, 256-aligned, never dereferenced).
+void* region(int index) { return reinterpret_cast<void*>((uintptr_t{1} << 32) + (static_cast<uintptr_t>(index) << 20)); }
 
 // Dense ggml strides for a view of type t.
 template <class View>
@@ -30,11 +32,11 @@ void set_dense(View& v, data_type t, int64_t n0, int64_t n1, int64_t n2, int64_t
 // [256, 4, 1, 1] broadcast over heads and sequences, f32 in and out.
 attention_params make_valid() {
   attention_params p;
-  p.q.data = g_storage + 0;
-  p.k.data = g_storage + 256;
-  p.v.data = g_storage + 512;
-  p.mask.data = g_storage + 768;
-  p.out.data = g_storage + 1024;
+  p.q.data = region(0);
+  p.k.data = region(1);
+  p.v.data = region(2);
+  p.mask.data = region(3);
+  p.out.data = region(4);
   set_dense(p.q, data_type::f32, 128, 4, 8, 2);
   set_dense(p.k, data_type::turbo3, 128, 256, 2, 2);
   set_dense(p.v, data_type::turbo3, 128, 256, 2, 2);
@@ -109,7 +111,7 @@ TEST_CASE("validate: well-formed calls are accepted", "[validate]") {
     set_dense(p.v, data_type::turbo3, 128, 256, 8, 2);
     p.max_bias = 8.0f;
     p.softcap = 30.0f;
-    p.sinks = reinterpret_cast<const float*>(g_storage + 2048);
+    p.sinks = static_cast<const float*>(region(5));
     p.causal = true;
     p.kv_codebook = turbo3::codebook::legacy;
     CHECK(validate(p) == status::ok);
@@ -224,10 +226,10 @@ TEST_CASE("validate: strides and alignment", "[validate]") {
   SECTION("turbo3 v pointer odd") { p.v.data = offset_ptr(p.v.data, 1); }
   SECTION("f16 out pointer odd") {
     set_dense(p.out, data_type::f16, 128, 4, 8, 2);
-    p.out.data = g_storage + 1025;
+    p.out.data = static_cast<unsigned char*>(region(4)) + 1;
   }
   SECTION("sinks pointer off by 2") {
-    p.sinks = reinterpret_cast<const float*>(g_storage + 2050);
+    p.sinks = static_cast<const float*>(offset_ptr(region(5), 2));
   }
   CHECK(validate(p) == status::invalid_argument);
 }
@@ -269,4 +271,92 @@ TEST_CASE("validate: the first failing rule decides", "[validate]") {
   CHECK(validate(p) == status::unsupported);
   p.out.data = nullptr;           // invalid_argument (rule 1)
   CHECK(validate(p) == status::invalid_argument);
+}
+
+TEST_CASE("validate: out rows that share bytes", "[validate]") {
+  attention_params p = make_valid();
+  SECTION("head stride 0 (every head writes the same row)") { p.out.nb[2] = 0; }
+  SECTION("sequence stride equal to the head stride") { p.out.nb[3] = p.out.nb[2]; }
+  SECTION("head stride half a row") { p.out.nb[2] = 128 * 2; p.out.nb[1] = 128 * 4 * 8; }
+  SECTION("sequence stride inside the last head's span") { p.out.nb[3] = p.out.nb[2] * 8 - 4; }
+  SECTION("permuted layout whose query stride is short of all heads") {
+    p.out.nb[2] = 128 * 4;
+    p.out.nb[1] = 128 * 4 * 7;
+    p.out.nb[3] = 128 * 4 * 8 * 4;
+  }
+  CHECK(validate(p) == status::invalid_argument);
+}
+
+TEST_CASE("validate: out rows of one element per dimension may take any stride", "[validate]") {
+  attention_params p = make_valid();
+  set_dense(p.q, data_type::f32, 128, 1, 8, 1);
+  set_dense(p.out, data_type::f32, 128, 1, 8, 1);
+  set_dense(p.k, data_type::turbo3, 128, 256, 2, 1);
+  set_dense(p.v, data_type::turbo3, 128, 256, 2, 1);
+  p.out.nb[1] = 0;  // a single query, a single sequence: their strides are never used
+  p.out.nb[3] = 4;
+  CHECK(validate(p) == status::ok);
+}
+
+TEST_CASE("validate: strides of 2^63 or more and spans past 64 bits", "[validate]") {
+  attention_params p = make_valid();
+  const size_t two63 = size_t{1} << 63;
+  SECTION("q head stride 2^63") { p.q.nb[2] = two63; }
+  SECTION("unused sequence stride of 2^63 + 4 on a single sequence") {
+    set_dense(p.q, data_type::f32, 128, 4, 8, 1);
+    set_dense(p.k, data_type::turbo3, 128, 256, 2, 1);
+    set_dense(p.v, data_type::turbo3, 128, 256, 2, 1);
+    set_dense(p.out, data_type::f32, 128, 4, 8, 1);
+    p.k.nb[3] = two63 + 4;
+  }
+  SECTION("k row stride whose (ne - 1) * nb wraps 64 bits") { p.k.nb[1] = size_t{1} << 62; }
+  SECTION("v span past 2^63 - 1 without wrapping") {
+    p.v.nb[3] = (size_t{1} << 62) + 2;
+    p.v.nb[2] = size_t{1} << 62;
+  }
+  SECTION("out strides summing past 2^63 - 1") {
+    p.out.nb[2] = size_t{1} << 59;
+    p.out.nb[3] = (size_t{1} << 62) + (size_t{1} << 61);
+  }
+  SECTION("mask sequence stride 2^63") { p.mask.nb[3] = two63; }
+  SECTION("a span that wraps the address space from its pointer") {
+    p.v.data = reinterpret_cast<const void*>(~uintptr_t{0} - 1023);  // 1 KiB below the top, v spans 50 KB
+  }
+  CHECK(validate(p) == status::invalid_argument);
+}
+
+TEST_CASE("validate: out overlapping an input", "[validate]") {
+  attention_params p = make_valid();
+  SECTION("q") { p.out.data = region(0); }
+  SECTION("out's last row on q's first") { p.out.data = static_cast<unsigned char*>(region(0)) - 32 * 1024 + 512; }
+  SECTION("k") { p.out.data = static_cast<unsigned char*>(region(1)) + 1024; }
+  SECTION("v, out starting inside its last row") { p.out.data = static_cast<unsigned char*>(region(2)) + 51200 - 4; }
+  SECTION("mask") { p.out.data = static_cast<unsigned char*>(region(3)) - 32 * 1024 + 4; }
+  SECTION("sinks") {
+    p.sinks = static_cast<const float*>(region(4)) + 100;
+  }
+  CHECK(validate(p) == status::invalid_argument);
+}
+
+TEST_CASE("validate: out next to its inputs, and inputs that overlap each other, are accepted", "[validate]") {
+  attention_params p = make_valid();
+  SECTION("out ends where q starts") { p.out.data = static_cast<unsigned char*>(region(0)) - 32 * 1024; }
+  SECTION("out starts where v ends") { p.out.data = static_cast<unsigned char*>(region(2)) + 51200; }
+  SECTION("sinks right after out") { p.sinks = reinterpret_cast<const float*>(static_cast<unsigned char*>(region(4)) + 32 * 1024); }
+  SECTION("K and V in one buffer") { p.v.data = p.k.data; }
+  SECTION("q broadcast over heads and sequences inside k") {
+    p.q.nb[2] = p.q.nb[3] = 0;
+    p.q.data = p.k.data;
+  }
+  CHECK(validate(p) == status::ok);
+}
+
+TEST_CASE("validate: view_bytes is the view's span, checked", "[validate]") {
+  const int64_t ne[4] = {128, 3, 2, 5};
+  const size_t nb[4] = {4, 600, 2000, 7000};
+  size_t bytes = 0;
+  REQUIRE(turbo3::detail::view_bytes(region(0), data_type::f32, ne, nb, bytes));
+  CHECK(bytes == 2 * 600 + 1 * 2000 + 4 * 7000 + 512);
+  const size_t wraps[4] = {4, size_t{1} << 62, 0, 0};
+  CHECK(!turbo3::detail::view_bytes(region(0), data_type::f32, ne, wraps, bytes));
 }

@@ -202,3 +202,218 @@ TEST_CASE("kernel arguments: view_end is one past the highest row end, for packe
     CHECK(detail::view_end(t) - static_cast<const char*>(t.data) == highest);
   }
 }
+
+// ---- the classes of issue 44: each refused before any runtime call or allocation, output untouched
+
+// A rejected call on params p whose output (or, for an out that overlaps an input, whose input) is
+// `watched`: the status, no allocator call, the watched bytes unchanged, no workspace or counters.
+void expect_refused(const attention_params& p, const launch_options& opt, status want, const std::vector<uint8_t>& watched_before,
+                    const void* watched) {
+  tripwire_allocator alloc;
+  CHECK(flash_attention(p, alloc, nullptr, opt) == want);
+  CHECK(alloc.calls == 0);
+  CHECK(std::memcmp(watched, watched_before.data(), watched_before.size()) == 0);
+  CHECK(workspace_bytes(p, opt) == 0);
+  CHECK(counter_bytes(p, opt) == 0);
+}
+
+std::vector<uint8_t> bytes_of(const void* p, size_t n) {
+  const uint8_t* b = static_cast<const uint8_t*>(p);
+  return std::vector<uint8_t>(b, b + n);
+}
+
+TEST_CASE("flash_attention refuses out rows that share bytes", "[bad_input][issue44]") {
+  host_problem hp;
+  hp.poison();
+  const std::vector<uint8_t> before = bytes_of(hp.out.data(), hp.out.size() * 4);
+  const attention_params good = hp.params();
+  { auto p = good; p.out.nb[2] = 0; expect_refused(p, {}, status::invalid_argument, before, hp.out.data()); }
+  { auto p = good; p.out.nb[2] = 256; expect_refused(p, {}, status::invalid_argument, before, hp.out.data()); }
+  {
+    auto p = good;  // two sequences writing the same rows
+    p.q.ne[3] = p.k.ne[3] = p.v.ne[3] = p.out.ne[3] = 2;
+    p.q.nb[3] = 0;
+    p.k.nb[3] = p.v.nb[3] = 0;
+    p.out.nb[3] = p.out.nb[2];
+    expect_refused(p, {}, status::invalid_argument, before, hp.out.data());
+  }
+}
+
+TEST_CASE("flash_attention refuses strides of 2^63 or more and spans past 64 bits", "[bad_input][issue44]") {
+  host_problem hp;
+  hp.poison();
+  const std::vector<uint8_t> before = bytes_of(hp.out.data(), hp.out.size() * 4);
+  const attention_params good = hp.params();
+  { auto p = good; p.q.nb[3] = size_t{1} << 63; expect_refused(p, {}, status::invalid_argument, before, hp.out.data()); }
+  { auto p = good; p.k.nb[1] = size_t{1} << 62; expect_refused(p, {}, status::invalid_argument, before, hp.out.data()); }
+  {
+    auto p = good;
+    p.v.nb[2] = (size_t{1} << 63) - 64;  // below 2^63, but the span passes 2^63 - 1
+    expect_refused(p, {}, status::invalid_argument, before, hp.out.data());
+  }
+}
+
+TEST_CASE("flash_attention refuses an out that overlaps q, k, v, the mask or the sinks", "[bad_input][issue44]") {
+  host_problem hp;
+  const attention_params good = hp.params();
+  std::vector<float> sinks(host_problem::H, 0.5f);
+  std::vector<uint8_t> shared(64 * 1024, 0);  // out inside an input's buffer
+  auto in_shared = [&](attention_params p, size_t out_offset) {
+    p.out.data = shared.data() + out_offset;
+    return p;
+  };
+  {  // out = q
+    auto p = good;
+    p.out.data = hp.q.data();
+    expect_refused(p, {}, status::invalid_argument, bytes_of(hp.q.data(), hp.q.size() * 4), hp.q.data());
+  }
+  {  // out inside k, inside v
+    for (int which = 0; which < 2; ++which) {
+      auto p = good;
+      const size_t kv_bytes = hp.k.size();
+      (which == 0 ? p.k : p.v).data = shared.data();
+      p = in_shared(p, kv_bytes - 64);  // out starts on the last 64 bytes of the view
+      expect_refused(p, {}, status::invalid_argument, bytes_of(shared.data(), shared.size()), shared.data());
+    }
+  }
+  {  // out ends on the mask's first bytes
+    auto p = good;
+    p.mask.data = shared.data() + 32 * 1024;
+    p.mask.type = data_type::f16;
+    p.mask.ne[0] = hp.n_kv; p.mask.ne[1] = 1;
+    p.mask.nb[1] = p.mask.ne[0] * 2; p.mask.nb[2] = p.mask.nb[3] = p.mask.nb[1];
+    p = in_shared(p, 32 * 1024 - hp.out.size() * 4 + 4);
+    expect_refused(p, {}, status::invalid_argument, bytes_of(shared.data(), shared.size()), shared.data());
+  }
+  {  // sinks inside out
+    auto p = good;
+    p.sinks = hp.out.data() + 64;
+    hp.poison();
+    expect_refused(p, {}, status::invalid_argument, bytes_of(hp.out.data(), hp.out.size() * 4), hp.out.data());
+  }
+  {  // the same call with its own sinks buffer is accepted by validate()
+    auto p = good;
+    p.sinks = sinks.data();
+    CHECK(validate(p) == status::ok);
+  }
+}
+
+// VEC's grid: (splits, KV heads x head splits, sequences x query tiles), and the combine pass's
+// (queries x slices, n_head, n_seq); y and z stop at 65535. f16 K/V at D = 64 keep the buffers
+// small; K, V and Q broadcast over sequences with a stride of 0 (inputs may).
+TEST_CASE("flash_attention refuses VEC calls whose grid passes the launch limits, before allocating", "[bad_input][issue44]") {
+  struct big_case {
+    const char* name;
+    int64_t n_head, n_head_kv, n_seq, n_q;
+  };
+  const big_case cases[] = {
+      {"65536 sequences", 1, 1, 65536, 1},
+      {"65536 KV heads", 65536, 65536, 1, 1},
+      {"70000 query heads over 17500 KV heads (the combine pass's y)", 70000, 17500, 1, 1},
+      {"33000 sequences of 3 queries (2 query tiles each)", 1, 1, 33000, 3},
+  };
+  for (const big_case& c : cases) {
+    INFO(c.name);
+    constexpr int64_t D = 64;
+    const int64_t rows = c.n_q * c.n_head * c.n_seq;
+    std::vector<uint16_t> out(static_cast<size_t>(rows * D), 0xffff);
+    std::vector<uint16_t> kv(static_cast<size_t>(D * 4 * c.n_head_kv), 0);
+    std::vector<float> q(static_cast<size_t>(D * c.n_q * c.n_head), 0.5f);
+    attention_params p;
+    p.q.data = q.data(); p.q.type = data_type::f32;
+    p.q.ne[0] = D; p.q.ne[1] = c.n_q; p.q.ne[2] = c.n_head; p.q.ne[3] = c.n_seq;
+    p.q.nb[1] = D * 4; p.q.nb[2] = p.q.nb[1] * c.n_q; p.q.nb[3] = 0;
+    for (tensor_view* t : {&p.k, &p.v}) {
+      t->data = kv.data(); t->type = data_type::f16;
+      t->ne[0] = D; t->ne[1] = 4; t->ne[2] = c.n_head_kv; t->ne[3] = c.n_seq;
+      t->nb[1] = D * 2; t->nb[2] = t->nb[1] * 4; t->nb[3] = 0;
+    }
+    p.out.data = out.data(); p.out.type = data_type::f16;
+    p.out.ne[0] = D; p.out.ne[1] = c.n_q; p.out.ne[2] = c.n_head; p.out.ne[3] = c.n_seq;
+    p.out.nb[1] = D * 2; p.out.nb[2] = p.out.nb[1] * c.n_q; p.out.nb[3] = p.out.nb[2] * c.n_head;
+    p.scale = 0.125f;
+    REQUIRE(validate(p) == status::ok);
+    launch_options opt;
+    opt.kernel = kernel_choice::vec;
+    tripwire_allocator alloc;
+    CHECK(flash_attention(p, alloc, nullptr, opt) == status::unsupported);
+    CHECK(alloc.calls == 0);
+    CHECK(workspace_bytes(p, opt) == 0);
+    CHECK(std::all_of(out.begin(), out.end(), [](uint16_t x) { return x == 0xffff; }));
+  }
+}
+
+TEST_CASE("flash_attention refuses launch_options out of range", "[bad_input][issue44]") {
+  host_problem hp;
+  hp.poison();
+  const std::vector<uint8_t> before = bytes_of(hp.out.data(), hp.out.size() * 4);
+  const attention_params decode = hp.params();
+  {
+    launch_options opt;
+    opt.kernel = static_cast<kernel_choice>(9);
+    expect_refused(decode, opt, status::invalid_argument, before, hp.out.data());
+  }
+  {
+    launch_options opt;
+    opt.vec = static_cast<vec_variant>(-1);
+    expect_refused(decode, opt, status::invalid_argument, before, hp.out.data());
+  }
+  {
+    launch_options opt;
+    opt.kernel = kernel_choice::mma;
+    opt.mma = static_cast<mma_variant>(4);
+    expect_refused(decode, opt, status::invalid_argument, before, hp.out.data());
+  }
+  for (int splits : {-1, -256, INT32_MIN}) {
+    launch_options opt;
+    opt.kv_splits = splits;
+    expect_refused(decode, opt, status::invalid_argument, before, hp.out.data());
+  }
+}
+
+// write_rows refuses before launching: no device is needed, and host pointers never reach a kernel.
+TEST_CASE("write_rows refuses unknown codebooks, sizes that overflow and overlapping views", "[bad_input][issue44]") {
+  std::vector<float> rows(128 * 4, 1.0f);
+  std::vector<uint8_t> cache(50 * 8, 0xa5);
+  const std::vector<uint8_t> before = cache;
+  const row_source src{rows.data(), data_type::f32, 128, 4, 128 * 4};
+  const cache_view dst{cache.data(), data_type::turbo3, 128, 8, 50};
+  const int32_t* ids = nullptr;
+  CHECK(validate_write(src, dst) == status::ok);
+  CHECK(write_rows(src, ids, dst, nullptr, static_cast<codebook>(2)) == status::invalid_argument);
+  CHECK(write_rows(src, ids, dst, nullptr, static_cast<codebook>(-1)) == status::invalid_argument);
+  {  // n_rows * n_cols past 2^63 (2^70), rows and cache otherwise well formed
+    row_source s = src;
+    s.n_rows = int64_t{1} << 40;
+    s.n_cols = int64_t{1} << 30;
+    s.row_stride = size_t{1} << 32;
+    cache_view d = dst;
+    d.n_cols = s.n_cols;
+    d.row_stride = row_bytes(data_type::turbo3, d.n_cols);
+    CHECK(write_rows(s, ids, d, nullptr) == status::invalid_argument);
+  }
+  {  // the source's rows span past 2^63
+    row_source s = src;
+    s.n_rows = 1 << 20;
+    s.row_stride = size_t{1} << 50;
+    CHECK(write_rows(s, ids, dst, nullptr) == status::invalid_argument);
+  }
+  {  // a cache stride of 2^63
+    cache_view d = dst;
+    d.row_stride = size_t{1} << 63;
+    CHECK(write_rows(src, ids, d, nullptr) == status::invalid_argument);
+  }
+  {  // source rows inside the cache
+    row_source s = src;
+    s.data = cache.data() + 8;
+    s.n_rows = 1;
+    CHECK(write_rows(s, ids, dst, nullptr) == status::invalid_argument);
+  }
+  {  // f16 cache over the source
+    std::vector<uint16_t> both(128 * 8, 0);
+    row_source s{both.data(), data_type::f16, 128, 2, 256};
+    cache_view d{both.data() + 128 * 2 - 1, data_type::f16, 128, 2, 256};
+    CHECK(write_rows(s, ids, d, nullptr) == status::invalid_argument);
+  }
+  CHECK(cache == before);
+}

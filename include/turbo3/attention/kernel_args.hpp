@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "turbo3/attention/params.hpp"
+#include "turbo3/attention/validate.hpp"
 #include "turbo3/kv/loaders.hpp"
 
 namespace turbo3 {
@@ -43,11 +44,12 @@ struct attention_views {
   turbo3_lut lut;
 };
 
-// One past the last byte of a view: its highest-addressed row's end (strides are positive).
+// One past the last byte of a view: its highest-addressed row's end (strides are positive), from
+// view_bytes' checked unsigned sum; validate() has refused every view whose span does not fit.
 inline const char* view_end(const tensor_view& t) {
-  int64_t last = 0;
-  for (int i = 1; i < 4; ++i) last += (t.ne[i] - 1) * static_cast<int64_t>(t.nb[i]);
-  return static_cast<const char*>(t.data) + last + static_cast<int64_t>(row_bytes(t.type, t.ne[0]));
+  size_t bytes = 0;
+  (void)view_bytes(t.data, t.type, t.ne, t.nb, bytes);
+  return reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(t.data) + bytes);
 }
 
 // k_was / v_was: the storage types of K and V as the caller gave them (the materialize path runs

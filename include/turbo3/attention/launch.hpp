@@ -3,7 +3,6 @@
 // a capture-safe allocator.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <type_traits>
 
@@ -73,39 +72,60 @@ struct launch_options {
 
 namespace detail {
 
-// Multiprocessor count per device, read once (eagerly, or on first use: the attribute query is
-// not a stream operation, so it is legal under capture too).
+// launch_options within range: each enum one of its named values (an enum object may hold any
+// value of its underlying type), kv_splits >= 0 (0: chosen from the device; above vec_max_splits
+// it is capped). invalid_argument otherwise, before anything else happens.
+inline status validate_options(const launch_options& opt) {
+  switch (opt.kernel) {
+    case kernel_choice::automatic: case kernel_choice::vec: case kernel_choice::tile:
+    case kernel_choice::materialize: case kernel_choice::mma: break;
+    default: return status::invalid_argument;
+  }
+  switch (opt.vec) {
+    case vec_variant::automatic: case vec_variant::scalar: case vec_variant::matrix: case vec_variant::warp: break;
+    default: return status::invalid_argument;
+  }
+  switch (opt.mma) {
+    case mma_variant::automatic: case mma_variant::fragment: case mma_variant::warpgroup:
+    case mma_variant::warp_specialized: break;
+    default: return status::invalid_argument;
+  }
+  if (opt.kv_splits < 0) return status::invalid_argument;
+  return status::ok;
+}
+
+// validate(p) and validate_options(opt): the checks every public entry point makes first.
+inline status validate_call(const attention_params& p, const launch_options& opt) {
+  const status s = validate(p);
+  return s != status::ok ? s : validate_options(opt);
+}
+
+// Multiprocessor count of a device, read once per device (eagerly, or on first use: the attribute
+// query is not a stream operation, so it is legal under capture too). Where the query fails the
+// count is not kept and 80 is planned with this time (correctness does not depend on it).
 inline int multiprocessor_count(int device) {
-  static std::atomic<int> cache[64] = {};
-  if (device < 0 || device >= 64) return 0;
-  int v = cache[device].load(std::memory_order_relaxed);
-  if (v == 0) {
-    if (hipDeviceGetAttribute(&v, hipDeviceAttributeMultiprocessorCount, device) != hipSuccess || v <= 0) {
-      (void)hipGetLastError();
-      v = 80;  // a reasonable split count still results; correctness does not depend on it
+  static platform::per_device_value counts;
+  int v = 0;
+  const bool known = counts.get(device, v, [&](int& count) {
+    const platform::error_scope errors;
+    if (hipDeviceGetAttribute(&count, hipDeviceAttributeMultiprocessorCount, device) != hipSuccess) {
+      errors.clear_own();
+      return false;
     }
-    cache[device].store(v, std::memory_order_relaxed);
-  }
-  return v;
+    return count > 0;
+  });
+  return known ? v : 80;
 }
 
-inline int current_multiprocessor_count() {
-  int device = 0;
-  if (hipGetDevice(&device) != hipSuccess) {
-    (void)hipGetLastError();
-    device = 0;
-  }
-  return multiprocessor_count(device);
-}
-
-// Work-groups of a kernel resident per multiprocessor (queried once per instantiation: registers
-// and shared memory decide it, and they differ between architectures).
+// Work-groups of a kernel resident per multiprocessor on the current device, or -1 where the
+// query fails (registers and shared memory decide it, and they differ between architectures).
 template <class Kernel>
-int resident_blocks(Kernel kernel, int threads, size_t smem_bytes, int fallback) {
+int resident_blocks(Kernel kernel, int threads, size_t smem_bytes) {
+  const platform::error_scope errors;
   int n = 0;
-  if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, smem_bytes) != hipSuccess || n <= 0) {
-    (void)hipGetLastError();
-    n = fallback;
+  if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, smem_bytes) != hipSuccess || n < 0) {
+    errors.clear_own();
+    return -1;
   }
   return n;
 }
@@ -223,24 +243,35 @@ void with_vec_head_dim(int head_dim, F&& f) {
   }
 }
 
-// Work-groups of a plan's kernel resident per multiprocessor (registers and shared memory decide
-// it, and they differ between kernels and architectures: f16 at D = 256 fits 3 on an H200, D = 512
-// 2), queried once per kernel and process.
-// Dynamic shared memory past 48 KB is allowed once per kernel first (raise_smem_limit; 0 resident
-// if the device refuses, so the planner never picks a kernel that cannot launch).
+// Work-groups of a plan's kernel resident per multiprocessor of `device` (registers and shared
+// memory decide it, and they differ between kernels and architectures: f16 at D = 256 fits 3 on an
+// H200, D = 512 2), queried once per kernel and device. Dynamic shared memory past 48 KB is
+// allowed first (raise_smem_limit, per device: the attribute applies to the current device only).
+// 0 where the device refuses the shared memory, so the planner never picks a kernel that cannot
+// launch. A failed query is not kept: vec_target_blocks_per_sm this time, asked again next time.
+// The queries run with `device` current (device_guard: no runtime call where it already is).
 template <class K>
-int resident_blocks_of() {
-  static const int n = K::smem_bytes > 48 * 1024 && !raise_smem_limit(K::value, K::smem_bytes)
-                           ? 0
-                           : resident_blocks(K::value, K::threads, K::smem_bytes, vec_target_blocks_per_sm);
-  return n;
+int resident_blocks_of(int device) {
+  static platform::per_device_value resident;
+  int n = 0;
+  const bool known = resident.get(device, n, [&](int& blocks) {
+    const platform::device_guard on_device(device);
+    if (!on_device.ok()) return false;
+    if (K::smem_bytes > 48 * 1024 && !raise_smem_limit(K::value, K::smem_bytes)) {
+      blocks = 0;
+      return true;
+    }
+    blocks = resident_blocks(K::value, K::threads, K::smem_bytes);
+    return blocks >= 0;
+  });
+  return known ? n : vec_target_blocks_per_sm;
 }
 
-inline int vec_resident_blocks(const vec_plan& plan, data_type k, data_type v, bool masked) {
+inline int vec_resident_blocks(const vec_plan& plan, data_type k, data_type v, bool masked, int device) {
   int n = vec_target_blocks_per_sm;
   with_vec_head_dim(plan.head_dim, [&](auto d) {
     with_vec_kernel<decltype(d)::value>(plan, k, v, masked,
-                                        [&](auto kernel) { n = resident_blocks_of<decltype(kernel)>(); });
+                                        [&](auto kernel) { n = resident_blocks_of<decltype(kernel)>(device); });
   });
   return n;
 }
@@ -249,6 +280,33 @@ inline bool aligned16(const tensor_view& t) {
   return is_aligned(t.data, 16) && t.nb[1] % 16 == 0 && t.nb[2] % 16 == 0 && t.nb[3] % 16 == 0;
 }
 
+// How a VEC call's query rows fall to work-groups: the head splits of a GQA group, the heads and
+// queries of one work-group, and the query tiles (GQA <= 64, vec_supported).
+struct vec_row_layout {
+  int head_splits = 1;
+  int heads_per_block = 1;
+  int ncols = 1;
+  int64_t q_tiles = 1;
+};
+inline vec_row_layout vec_rows_of(const attention_params& p) {
+  vec_row_layout l;
+  const int gqa = static_cast<int>(p.n_head() / p.n_head_kv());
+  const int max_rows = vec_max_rows(static_cast<int>(p.head_dim_v()));
+  l.head_splits = (gqa + max_rows - 1) / max_rows;
+  while (gqa % l.head_splits != 0) ++l.head_splits;
+  l.heads_per_block = gqa / l.head_splits;
+  l.ncols = (p.n_q() >= 2 && 2 * l.heads_per_block <= max_rows) ? 2 : 1;
+  l.q_tiles = (p.n_q() + l.ncols - 1) / l.ncols;
+  return l;
+}
+
+// The launch limit of a grid's y and z dimensions (x: 2^31 - 1).
+inline constexpr int64_t max_grid_yz = 65535;
+
+// Whether the VEC kernels take these (validated) params: head dims, f16 rows 16-byte aligned,
+// GQA <= 64, and grids within the launch limits: the decode kernel's (splits <= 256, KV heads x
+// head splits, sequences x query tiles) and the combine kernel's (queries x slices, n_head, n_seq;
+// its x stays far below 2^31 once sequences x query tiles fits).
 inline status vec_supported(const attention_params& p) {
   const int64_t dk = p.head_dim_k(), dv = p.head_dim_v();
   if (dk != dv) return status::unsupported;
@@ -258,6 +316,10 @@ inline status vec_supported(const attention_params& p) {
   if (p.k.type == data_type::f16 && !aligned16(p.k)) return status::unsupported;
   if (p.v.type == data_type::f16 && !aligned16(p.v)) return status::unsupported;
   if (p.n_head() / p.n_head_kv() > 64) return status::unsupported;
+  const vec_row_layout l = vec_rows_of(p);
+  if (p.n_head_kv() * l.head_splits > max_grid_yz || p.n_seq() * l.q_tiles > max_grid_yz ||
+      p.n_head() > max_grid_yz)
+    return status::unsupported;
   return status::ok;
 }
 
@@ -267,15 +329,16 @@ inline int next_pow2(int x) {
   return p;
 }
 
-inline vec_plan make_vec_plan(const attention_params& p, const launch_options& opt, int multiprocessors) {
+// The plan of a vec_supported call on `device` (its multiprocessor count and the occupancy of its
+// kernels there).
+inline vec_plan make_vec_plan(const attention_params& p, const launch_options& opt, int device) {
+  const int multiprocessors = multiprocessor_count(device);
   vec_plan plan;
   plan.head_dim = static_cast<int>(p.head_dim_v());
-  const int gqa = static_cast<int>(p.n_head() / p.n_head_kv());
-  const int max_rows = vec_max_rows(plan.head_dim);
-  plan.head_splits = (gqa + max_rows - 1) / max_rows;
-  while (gqa % plan.head_splits != 0) ++plan.head_splits;
-  const int heads_per_block = gqa / plan.head_splits;
-  plan.ncols = (p.n_q() >= 2 && 2 * heads_per_block <= max_rows) ? 2 : 1;
+  const vec_row_layout l = vec_rows_of(p);
+  plan.head_splits = l.head_splits;
+  const int heads_per_block = l.heads_per_block;
+  plan.ncols = l.ncols;
   plan.rows = next_pow2(heads_per_block * plan.ncols);
   const bool mma_rows = platform::has_mma_m16n8k16 && vec_mma_head_dim(plan.head_dim) && plan.rows <= vec_mma_rows;
   const bool turbo3_kv = p.k.type == data_type::turbo3 && p.v.type == data_type::turbo3;
@@ -288,11 +351,11 @@ inline vec_plan make_vec_plan(const attention_params& p, const launch_options& o
     plan.warp_col_blocks = heads_per_block * plan.ncols <= 4 ? 1 : 2;
     plan.warp_warps = vec_warp_warps(plan.head_dim, plan.warp_col_blocks, p.n_kv());
     // 6 warps take 64.5 KB of shared memory: where the device refuses it, 4.
-    if (plan.warp_warps != 4 && vec_resident_blocks(plan, p.k.type, p.v.type, p.mask.data != nullptr) == 0)
+    if (plan.warp_warps != 4 && vec_resident_blocks(plan, p.k.type, p.v.type, p.mask.data != nullptr, device) == 0)
       plan.warp_warps = 4;
     plan.rows = vec_warp_rows;
   }
-  plan.q_tiles = static_cast<int>((p.n_q() + plan.ncols - 1) / plan.ncols);
+  plan.q_tiles = static_cast<int>(l.q_tiles);
   const int split_unit = plan.variant == vec_variant::warp ? vec_warp_split_keys(plan.warp_warps) : vec_tile;  // keys
   const int n_tiles = static_cast<int>((p.n_kv() + split_unit - 1) / split_unit);
   const int64_t base_blocks = p.n_seq() * p.n_head_kv() * plan.head_splits * plan.q_tiles;
@@ -304,7 +367,7 @@ inline vec_plan make_vec_plan(const attention_params& p, const launch_options& o
     // adds a Q load, a merge and a partial row); 3 per SM against 2, us at depth 32768 / 131072:
     // f16 D = 256 99.5 / 308 vs 113 / 391, f16 D = 128 56 / 156 vs 59 / 190, all unchanged at 4096.
     // The turbo3 warp kernel at D = 256 fits 2 (its registers: vec_warp_min_blocks).
-    const int resident = vec_resident_blocks(plan, p.k.type, p.v.type, p.mask.data != nullptr);
+    const int resident = vec_resident_blocks(plan, p.k.type, p.v.type, p.mask.data != nullptr, device);
     const int per_sm = resident < vec_target_blocks_per_sm ? resident : vec_target_blocks_per_sm;
     const int64_t target = per_sm * static_cast<int64_t>(multiprocessors);
     splits = static_cast<int>(target / base_blocks);
@@ -326,13 +389,15 @@ inline attention_args make_args(const attention_params& p) {
 }
 
 template <int D>
-void launch_vec_types(const attention_args& a, const vec_plan& plan, data_type k, data_type v, hipStream_t stream) {
+void launch_vec_types(const attention_args& a, const vec_plan& plan, data_type k, data_type v, int device,
+                      hipStream_t stream) {
   const dim3 grid(static_cast<unsigned>(plan.n_splits), static_cast<unsigned>(a.n_head_kv * plan.head_splits),
                   static_cast<unsigned>(a.n_seq * plan.q_tiles));
   with_vec_kernel<D>(plan, k, v, a.mask != nullptr,
                      [&](auto kernel) {
                        using K = decltype(kernel);
-                       (void)resident_blocks_of<K>();  // the shared-memory limit raised (once) before the first launch
+                       // the shared-memory limit raised on this device before the first launch there
+                       (void)resident_blocks_of<K>(device);
                        K::value<<<grid, K::threads, K::smem_bytes, stream>>>(a, plan.head_splits);
                      });
 }
@@ -345,15 +410,19 @@ void launch_vec_combine(const attention_args& a, const vec_plan& plan, hipStream
 }
 
 template <int D>
-void launch_vec_dim(const attention_args& a, const vec_plan& plan, data_type k, data_type v, hipStream_t stream) {
-  launch_vec_types<D>(a, plan, k, v, stream);
+void launch_vec_dim(const attention_args& a, const vec_plan& plan, data_type k, data_type v, int device,
+                    hipStream_t stream) {
+  launch_vec_types<D>(a, plan, k, v, device, stream);
   if (!a.split_counters) launch_vec_combine<D>(a, plan, stream);
 }
 
 // workspace: vec_workspace_bytes(plan, persistent != nullptr) bytes; persistent: caller-owned
-// zeroed counters (launch_options::counters) or nullptr. Returns false if a launch could not be queued.
+// zeroed counters (launch_options::counters) or nullptr; device: the stream's. Returns false if a
+// launch could not be queued (an error the caller left pending is neither cleared nor taken for
+// one of these launches: error_scope).
 inline bool launch_vec(const attention_params& p, attention_args a, const vec_plan& plan, void* workspace,
-                       unsigned* persistent, hipStream_t stream) {
+                       unsigned* persistent, int device, hipStream_t stream) {
+  const platform::error_scope errors;
   a.ncols = plan.ncols;
   a.q_tiles = plan.q_tiles;
   a.n_splits = plan.n_splits;
@@ -371,8 +440,8 @@ inline bool launch_vec(const attention_params& p, attention_args a, const vec_pl
     vec_zero_counters_kernel<vec_zero_threads><<<blocks < 1024 ? blocks : 1024, vec_zero_threads, 0, stream>>>(counters, n);
   }
   with_vec_head_dim(plan.head_dim,
-                    [&](auto d) { launch_vec_dim<decltype(d)::value>(a, plan, p.k.type, p.v.type, stream); });
-  return hipGetLastError() == hipSuccess;
+                    [&](auto d) { launch_vec_dim<decltype(d)::value>(a, plan, p.k.type, p.v.type, device, stream); });
+  return errors.launches_ok();
 }
 
 // Families whose automatic prefill route is the MMA kernel. NVIDIA: tested, and 4.6-11.7x faster
@@ -381,13 +450,19 @@ inline bool launch_vec(const attention_params& p, attention_args a, const vec_pl
 // there until a GPU run says otherwise; kernel_choice::mma forces it.
 TURBO3_HD constexpr bool mma_by_default(platform::arch_family f) { return f == platform::arch_family::nvidia; }
 
-inline kernel_choice route(const attention_params& p, const launch_options& opt) {
+// The route of a call on `device` (its family decides whether MMA is the default prefill route).
+inline kernel_choice route_on(const attention_params& p, const launch_options& opt, int device) {
   if (opt.kernel != kernel_choice::automatic) return opt.kernel;
   if (p.n_q() <= 2) return kernel_choice::vec;
-  if (mma_by_default(platform::current_device_family()) && mma_supported(p) == status::ok) return kernel_choice::mma;
+  if (mma_by_default(platform::device_family(device)) && mma_supported(p) == status::ok) return kernel_choice::mma;
   if (tile_supported(p) == status::ok) return kernel_choice::tile;
   if (materialize_supported(p) == status::ok) return kernel_choice::materialize;
   return kernel_choice::vec;  // head dims neither prefill route has (512): VEC still serves them
+}
+
+// The route of a call on the current device.
+inline kernel_choice route(const attention_params& p, const launch_options& opt) {
+  return route_on(p, opt, platform::current_device());
 }
 
 // The MMA form a call runs: the one it forces, or the default, the warp-specialized form (run_mma
@@ -404,27 +479,29 @@ inline mma_form mma_form_of(mma_variant v) {
   return mma_form::warp_specialized;
 }
 
-// The plan of a valid call (validate(p) == ok) that routes to a VEC kernel able to run it; false
-// for every other route (the size queries then report no VEC memory).
+// The plan, on the current device, of a valid call (validate_call == ok) that routes to a VEC
+// kernel able to run it; false for every other route (the size queries then report no VEC memory).
 inline bool routed_vec_plan(const attention_params& p, const launch_options& opt, vec_plan& plan) {
-  if (route(p, opt) != kernel_choice::vec || vec_supported(p) != status::ok) return false;
-  plan = make_vec_plan(p, opt, current_multiprocessor_count());
+  const int device = platform::current_device();
+  if (route_on(p, opt, device) != kernel_choice::vec || vec_supported(p) != status::ok) return false;
+  plan = make_vec_plan(p, opt, device);
   return true;
 }
 
 }  // namespace detail
 
-// The kernel family flash_attention(p, ..., opt) runs for a valid p.
+// The kernel family flash_attention(p, ..., opt) runs for a valid p on the current device.
 inline kernel_choice route(const attention_params& p, const launch_options& opt = {}) {
   return detail::route(p, opt);
 }
 
-// ok when flash_attention(p, ..., opt) would launch its kernels: p is valid and the kernel family
-// it routes to covers the shape and types; otherwise what flash_attention would return
-// (invalid_argument or unsupported) without launching anything. Engines ask it to decide, before
-// they plan memory, which nodes go to the library and which stay on their own kernels.
+// ok when flash_attention(p, ..., opt) would launch its kernels on the current device: p and opt
+// are valid and the kernel family it routes to covers the shape and types; otherwise what
+// flash_attention would return (invalid_argument or unsupported) without launching anything.
+// Engines ask it to decide, before they plan memory, which nodes go to the library and which stay
+// on their own kernels.
 inline status supported(const attention_params& p, const launch_options& opt = {}) {
-  const status s = validate(p);
+  const status s = detail::validate_call(p, opt);
   if (s != status::ok) return s;
   switch (detail::route(p, opt)) {
     case kernel_choice::mma: return detail::mma_supported(p);
@@ -441,7 +518,7 @@ inline status supported(const attention_params& p, const launch_options& opt = {
 // splits * D) floats, independent of n_kv beyond the split count (at most 256 splits). TILE:
 // none. MMA: none. Materialize: the dense f16 copies, n_seq * n_head_kv * n_kv * D * 2 bytes per copied view.
 inline size_t workspace_bytes(const attention_params& p, const launch_options& opt = {}) {
-  if (validate(p) != status::ok) return 0;
+  if (detail::validate_call(p, opt) != status::ok) return 0;
   if (detail::route(p, opt) == kernel_choice::tile) return 0;  // TILE needs no workspace
   if (detail::route(p, opt) == kernel_choice::mma) return 0;   // nor does MMA
   if (detail::route(p, opt) == kernel_choice::materialize) return detail::materialize_workspace_bytes(p);
@@ -452,16 +529,20 @@ inline size_t workspace_bytes(const attention_params& p, const launch_options& o
 // Bytes of caller-owned counter memory (launch_options::counters) a call needs; 0 where its kernel
 // keeps no counters (every route but the warp decode kernel) or the input is invalid.
 inline size_t counter_bytes(const attention_params& p, const launch_options& opt = {}) {
-  if (validate(p) != status::ok) return 0;
+  if (detail::validate_call(p, opt) != status::ok) return 0;
   detail::vec_plan plan;
   return detail::routed_vec_plan(p, opt, plan) ? detail::vec_counter_bytes(plan) : 0;
 }
 
-// One-time setup outside any capture: caches the device's properties and the occupancy of every
-// VEC kernel the split planner may ask about (otherwise each is queried on its first use). The
-// occupancy caches are per process, not per device: a process with GPUs of different
-// architectures plans with the numbers of the first one queried.
+// One-time setup of `device` outside any capture: caches its properties and the occupancy of every
+// VEC kernel the split planner may ask about there (otherwise each is queried on its first use),
+// with `device` made current for the queries and the caller's current device restored after.
+// Every cache is per device. runtime_error where the device cannot be made current or queried.
 inline status init(int device) {
+  const platform::device_guard on_device(device);
+  if (!on_device.ok()) return status::runtime_error;
+  (void)platform::device_family(device);
+  (void)platform::warpgroup_mma_available(device);
   const data_type types[2] = {data_type::f16, data_type::turbo3};
   for (int d : {64, 128, 256, 512})
     for (data_type k : types)
@@ -476,31 +557,39 @@ inline status init(int device) {
               if (masked && variant != vec_variant::warp) continue;        // one kernel either way
               plan.variant = variant;
               plan.rows = rows;
-              (void)detail::vec_resident_blocks(plan, k, v, masked);
+              (void)detail::vec_resident_blocks(plan, k, v, masked, device);
             }
       }
-  return detail::multiprocessor_count(device) > 0 ? status::ok : status::runtime_error;
+  const platform::error_scope errors;
+  int multiprocessors = 0;
+  if (hipDeviceGetAttribute(&multiprocessors, hipDeviceAttributeMultiprocessorCount, device) != hipSuccess) {
+    errors.clear_own();
+    return status::runtime_error;
+  }
+  (void)detail::multiprocessor_count(device);
+  return status::ok;
 }
 
 template <class Allocator>
 status flash_attention(const attention_params& p, Allocator& allocator, hipStream_t stream,
                        const launch_options& opt = {}) {
   static_assert(is_allocator_v<Allocator>, "flash_attention: Allocator does not model the allocator concept");
-  status s = validate(p);
+  status s = detail::validate_call(p, opt);
   if (s != status::ok) return s;
-  const kernel_choice kernel = detail::route(p, opt);
+  const int device = platform::stream_device(stream);  // routing and planning are for the stream's device
+  const kernel_choice kernel = detail::route_on(p, opt, device);
   if (kernel == kernel_choice::mma) {
-    return detail::run_mma(p, detail::mma_form_of(opt.mma), allocator, stream);
+    return detail::run_mma(p, detail::mma_form_of(opt.mma), allocator, device, stream);
   }
   if (kernel == kernel_choice::tile || kernel == kernel_choice::materialize)
-    return detail::run_prefill(p, allocator, stream, kernel == kernel_choice::materialize);
+    return detail::run_prefill(p, allocator, device, stream, kernel == kernel_choice::materialize);
   if (kernel != kernel_choice::vec) return status::unsupported;
   s = detail::vec_supported(p);
   if (s != status::ok) return s;
   s = check_capture(allocator, stream);
   if (s != status::ok) return s;
 
-  const detail::vec_plan plan = detail::make_vec_plan(p, opt, detail::current_multiprocessor_count());
+  const detail::vec_plan plan = detail::make_vec_plan(p, opt, device);
   unsigned* persistent = nullptr;
   if (opt.counters && plan.counted_row_sets > 0) {
     if (opt.counters_bytes < detail::vec_counter_bytes(plan) || reinterpret_cast<uintptr_t>(opt.counters) % 128 != 0)
@@ -510,7 +599,7 @@ status flash_attention(const attention_params& p, Allocator& allocator, hipStrea
   const size_t bytes = detail::vec_workspace_bytes(plan, persistent != nullptr);
   void* workspace = allocator.allocate(bytes, stream);
   if (!workspace) return status::out_of_memory;
-  const bool launched = detail::launch_vec(p, detail::make_args(p), plan, workspace, persistent, stream);
+  const bool launched = detail::launch_vec(p, detail::make_args(p), plan, workspace, persistent, device, stream);
   allocator.deallocate(workspace, bytes, stream);
   return launched ? status::ok : status::runtime_error;
 }

@@ -46,6 +46,20 @@ inline size_t dense_f16_bytes(const tensor_view& t) {
          static_cast<size_t>(t.ne[3]) * 2;
 }
 
+// Whether a view's dense f16 copy fits: its bytes (dense_f16_bytes) do not overflow with the two
+// copies' alignment slack, and the copy kernel's grid (one thread per 16-value chunk,
+// materialize_threads per work-group) stays below 2^31 work-groups.
+inline bool dense_copy_fits(const tensor_view& t) {
+  const uint64_t limit = static_cast<uint64_t>(INT64_MAX) / 4;  // two copies and their slack stay far below 2^63
+  uint64_t values = 1;
+  for (int i = 0; i < 4; ++i) {
+    const uint64_t n = static_cast<uint64_t>(t.ne[i]);
+    if (values > limit / n) return false;
+    values *= n;
+  }
+  return values / 16 / 256 < static_cast<uint64_t>(INT32_MAX) && values * 2 <= limit;
+}
+
 inline constexpr size_t materialize_align = 256;  // bytes: where each dense copy starts
 
 inline materialize_plan make_materialize_plan(const attention_params& p) {
@@ -64,7 +78,8 @@ inline materialize_plan make_materialize_plan(const attention_params& p) {
 inline status materialize_supported(const attention_params& p) {
   const int64_t d = p.head_dim_k();
   if (d != p.head_dim_v() || !tile_head_dim(static_cast<int>(d))) return status::unsupported;
-  if (p.n_seq() > 65535 || p.n_head() > 65535) return status::unsupported;
+  if (p.n_seq() > 65535 || p.n_head() > 65535 || !prefill_grid_fits(p)) return status::unsupported;
+  if (!dense_copy_fits(p.k) || !dense_copy_fits(p.v)) return status::unsupported;
   return status::ok;
 }
 
@@ -130,8 +145,9 @@ inline void launch_materialize_view(const tensor_view& t, const turbo3_lut& lut,
 // Runs the materialize route for validated, materialize_supported params; the caller has checked
 // the allocator against capture.
 template <class Allocator>
-status run_materialize(const attention_params& p, Allocator& allocator, hipStream_t stream) {
+status run_materialize(const attention_params& p, Allocator& allocator, int device, hipStream_t stream) {
   const materialize_plan plan = make_materialize_plan(p);
+  const platform::error_scope errors;
   attention_params dense = p;
   void* workspace = nullptr;
   if (plan.total > 0) {
@@ -148,8 +164,8 @@ status run_materialize(const attention_params& p, Allocator& allocator, hipStrea
       dense.v = dense_view(p.v, base + plan.v_offset);
     }
   }
-  status s = hipGetLastError() == hipSuccess ? status::ok : status::runtime_error;
-  if (s == status::ok) s = launch_tile(dense, p.k.type, p.v.type, stream);
+  status s = errors.launches_ok() ? status::ok : status::runtime_error;
+  if (s == status::ok) s = launch_tile(dense, p.k.type, p.v.type, device, stream);
   if (workspace) allocator.deallocate(workspace, plan.total, stream);
   return s;
 }
@@ -163,12 +179,12 @@ inline size_t materialize_workspace_bytes(const attention_params& p) {
 // materialize. unsupported when the route does not take the shape; capture_unsafe under capture
 // with an allocator that is not capture-safe (for both routes, as for every route).
 template <class Allocator>
-status run_prefill(const attention_params& p, Allocator& allocator, hipStream_t stream, bool materialize) {
+status run_prefill(const attention_params& p, Allocator& allocator, int device, hipStream_t stream, bool materialize) {
   status s = materialize ? materialize_supported(p) : tile_supported(p);
   if (s != status::ok) return s;
   s = check_capture(allocator, stream);
   if (s != status::ok) return s;
-  return materialize ? run_materialize(p, allocator, stream) : launch_tile(p, p.k.type, p.v.type, stream);
+  return materialize ? run_materialize(p, allocator, device, stream) : launch_tile(p, p.k.type, p.v.type, device, stream);
 }
 
 }  // namespace detail

@@ -1407,37 +1407,37 @@ inline status mma_supported(const attention_params& p) {
   if (d != p.head_dim_v() || !mma_head_dim(static_cast<int>(d))) return status::unsupported;
   if (p.k.type == data_type::f16 && !tile_rows_aligned16(p.k)) return status::unsupported;
   if (p.v.type == data_type::f16 && !tile_rows_aligned16(p.v)) return status::unsupported;
-  if (p.n_seq() > 65535 || p.n_head() > 65535) return status::unsupported;
+  if (p.n_seq() > 65535 || p.n_head() > 65535 || !prefill_grid_fits(p)) return status::unsupported;
   return status::ok;
 }
 
 template <int D, class KL, class VL, class C>
-status launch_mma_config(const tile_args& a, hipStream_t stream) {
-  return launch_prefill_grid<&mma_kernel<D, KL, VL, C>>(a, C::threads, C::smem_bytes, stream);
+status launch_mma_config(const tile_args& a, int device, hipStream_t stream) {
+  return launch_prefill_grid<&mma_kernel<D, KL, VL, C>>(a, C::threads, C::smem_bytes, device, stream);
 }
 
 template <int D, class KL, class VL>
-status launch_mma_family(const tile_args& a, platform::arch_family f, hipStream_t stream) {
+status launch_mma_family(const tile_args& a, platform::arch_family f, int device, hipStream_t stream) {
 #if defined(TURBO3_PLATFORM_CUDA)
   (void)f;
-  return launch_mma_config<D, KL, VL, mma_config_for<D, platform::arch_family::nvidia>>(a, stream);
+  return launch_mma_config<D, KL, VL, mma_config_for<D, platform::arch_family::nvidia>>(a, device, stream);
 #else
   switch (f) {
     case platform::arch_family::cdna3:
-      return launch_mma_config<D, KL, VL, mma_config_for<D, platform::arch_family::cdna3>>(a, stream);
+      return launch_mma_config<D, KL, VL, mma_config_for<D, platform::arch_family::cdna3>>(a, device, stream);
     case platform::arch_family::rdna3:
-      return launch_mma_config<D, KL, VL, mma_config_for<D, platform::arch_family::rdna3>>(a, stream);
+      return launch_mma_config<D, KL, VL, mma_config_for<D, platform::arch_family::rdna3>>(a, device, stream);
     default:
-      return launch_mma_config<D, KL, VL, mma_config_for<D, platform::arch_family::rdna4>>(a, stream);
+      return launch_mma_config<D, KL, VL, mma_config_for<D, platform::arch_family::rdna4>>(a, device, stream);
   }
 #endif
 }
 
 inline int mma_rows(platform::arch_family f, int d) { return 16 * mma_table(f, d).warps; }
 
-// Launches MMA for validated, mma_supported params.
-inline status launch_mma(const attention_params& p, hipStream_t stream) {
-  const platform::arch_family f = platform::current_device_family();
+// Launches MMA for validated, mma_supported params on `device` (the stream's).
+inline status launch_mma(const attention_params& p, int device, hipStream_t stream) {
+  const platform::arch_family f = platform::device_family(device);
   const int d = static_cast<int>(p.head_dim_k());
   const tile_args a = make_tile_args(p, mma_rows(f, d), p.k.type, p.v.type);
   using T3 = kv::turbo3_loader;
@@ -1445,15 +1445,15 @@ inline status launch_mma(const attention_params& p, hipStream_t stream) {
   const bool kt = p.k.type == data_type::turbo3, vt = p.v.type == data_type::turbo3;
   switch (d) {
     case 128:
-      if (kt && vt) return launch_mma_family<128, T3, T3>(a, f, stream);
-      if (kt) return launch_mma_family<128, T3, F16>(a, f, stream);
-      if (vt) return launch_mma_family<128, F16, T3>(a, f, stream);
-      return launch_mma_family<128, F16, F16>(a, f, stream);
+      if (kt && vt) return launch_mma_family<128, T3, T3>(a, f, device, stream);
+      if (kt) return launch_mma_family<128, T3, F16>(a, f, device, stream);
+      if (vt) return launch_mma_family<128, F16, T3>(a, f, device, stream);
+      return launch_mma_family<128, F16, F16>(a, f, device, stream);
     case 256:
-      if (kt && vt) return launch_mma_family<256, T3, T3>(a, f, stream);
-      if (kt) return launch_mma_family<256, T3, F16>(a, f, stream);
-      if (vt) return launch_mma_family<256, F16, T3>(a, f, stream);
-      return launch_mma_family<256, F16, F16>(a, f, stream);
+      if (kt && vt) return launch_mma_family<256, T3, T3>(a, f, device, stream);
+      if (kt) return launch_mma_family<256, T3, F16>(a, f, device, stream);
+      if (vt) return launch_mma_family<256, F16, T3>(a, f, device, stream);
+      return launch_mma_family<256, F16, F16>(a, f, device, stream);
     default:
       return status::unsupported;
   }

@@ -770,18 +770,13 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, 1) mma_wg_kernel(ti
 
 // ---- host side ------------------------------------------------------------------------------------
 
-// Whether the warpgroup kernel takes these (validated, mma_supported) params on the current device.
-inline bool mma_wg_applies(const attention_params& p) {
-  int device = 0;
-  if (hipGetDevice(&device) != hipSuccess) {
-    (void)hipGetLastError();
-    return false;
-  }
+// Whether the warpgroup kernel takes these (validated, mma_supported) params on `device`.
+inline bool mma_wg_applies(const attention_params& p, int device) {
   return platform::warpgroup_mma_available(device) && p.head_dim_k() == 256 && p.k.type == p.v.type;
 }
 
 template <int D, class L>
-status launch_mma_wg(const attention_params& p, bool specialized, hipStream_t stream) {
+status launch_mma_wg(const attention_params& p, bool specialized, int device, hipStream_t stream) {
   if (specialized) {
     // turbo3: two producer warpgroups (the decode wants their issue slots: docs/performance.md,
     // MMA); f16: one (it only copies).
@@ -791,35 +786,35 @@ status launch_mma_wg(const attention_params& p, bool specialized, hipStream_t st
     // Calls with a mask take an instantiation of their own (the mask read ahead of the
     // multiplies), so that the one without keeps its registers and code (docs/performance.md, MMA).
     if (a.mask != nullptr)
-      return launch_prefill_grid<&mma_wg_producer_kernel<D, L, C, true>>(a, C::threads, C::smem_bytes, stream);
-    return launch_prefill_grid<&mma_wg_producer_kernel<D, L, C, false>>(a, C::threads, C::smem_bytes, stream);
+      return launch_prefill_grid<&mma_wg_producer_kernel<D, L, C, true>>(a, C::threads, C::smem_bytes, device, stream);
+    return launch_prefill_grid<&mma_wg_producer_kernel<D, L, C, false>>(a, C::threads, C::smem_bytes, device, stream);
   }
   using C = wg_config<D>;
   const tile_args a = make_tile_args(p, C::rows, p.k.type, p.v.type);
-  return launch_prefill_grid<&mma_wg_kernel<D, L, L, C>>(a, C::threads, C::smem_bytes, stream);
+  return launch_prefill_grid<&mma_wg_kernel<D, L, L, C>>(a, C::threads, C::smem_bytes, device, stream);
 }
 
 // Launches the warpgroup kernel for params mma_wg_applies takes (specialized: the form with a
 // producer warpgroup).
-inline status launch_mma_wg(const attention_params& p, bool specialized, hipStream_t stream) {
-  if (p.k.type == data_type::turbo3) return launch_mma_wg<256, kv::turbo3_loader>(p, specialized, stream);
-  return launch_mma_wg<256, kv::f16_loader>(p, specialized, stream);
+inline status launch_mma_wg(const attention_params& p, bool specialized, int device, hipStream_t stream) {
+  if (p.k.type == data_type::turbo3) return launch_mma_wg<256, kv::turbo3_loader>(p, specialized, device, stream);
+  return launch_mma_wg<256, kv::f16_loader>(p, specialized, device, stream);
 }
 
 // The MMA kernel a call asks for (launch.hpp's mma_variant with `automatic` resolved).
 enum class mma_form { fragment, warpgroup, warp_specialized };
 
-// The MMA route of flash_attention for validated params (no workspace at all): a warpgroup form
-// where it applies, else the fragment kernel.
+// The MMA route of flash_attention for validated params (no workspace at all) on `device` (the
+// stream's): a warpgroup form where it applies, else the fragment kernel.
 template <class Allocator>
-status run_mma(const attention_params& p, mma_form form, Allocator& allocator, hipStream_t stream) {
+status run_mma(const attention_params& p, mma_form form, Allocator& allocator, int device, hipStream_t stream) {
   status s = mma_supported(p);
   if (s != status::ok) return s;
   s = check_capture(allocator, stream);
   if (s != status::ok) return s;
-  if (form != mma_form::fragment && mma_wg_applies(p))
-    return launch_mma_wg(p, form == mma_form::warp_specialized, stream);
-  return launch_mma(p, stream);
+  if (form != mma_form::fragment && mma_wg_applies(p, device))
+    return launch_mma_wg(p, form == mma_form::warp_specialized, device, stream);
+  return launch_mma(p, device, stream);
 }
 
 }  // namespace detail

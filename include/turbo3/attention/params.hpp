@@ -35,6 +35,11 @@ struct output_view {
 //   out  [D_v, n_q,  n_head,    n_seq]  f32 or f16, any strides (ggml's permuted layout is a stride choice)
 // Query head h reads KV head h / (n_head / n_head_kv).
 //
+// Aliasing: out must not overlap any input. Its bytes (the span of its view) share none with the
+// spans of q, k, v and the mask, nor with the n_head floats of sinks, and no two of its rows share
+// a byte. The inputs may overlap each other (Q may broadcast with a stride of 0, K and V may be
+// one buffer). validate() refuses a call that breaks this (validate.hpp, rules 11-13).
+//
 // Score of query i against key j, exactly as ggml:
 //   s = scale * <q_i, k_j>;  if softcap > 0: s = softcap * tanh(s / softcap);
 //   s += slope(h) * mask[i][j] (slope 1 without ALiBi);  a -inf entry skips the key.

@@ -769,6 +769,23 @@ inline bool tile_rows_aligned16(const tensor_view& t) {
   return is_aligned(t.data, 16) && t.nb[1] % 16 == 0 && t.nb[2] % 16 == 0 && t.nb[3] % 16 == 0;
 }
 
+// Query rows per work-group of the smallest prefill configuration: TILE takes 32 or 64, MMA 16 per
+// warp, the warpgroup kernels 64 or more. Fewer rows per work-group give more work-groups, so a
+// grid that fits with this many fits with every configuration.
+inline constexpr int prefill_min_rows = 16;
+
+// Whether a prefill grid (launch_prefill_grid: query tiles x KV heads x head groups, by
+// sequences) fits the launch limits (x < 2^31, y <= 65535) with prefill_min_rows rows per
+// work-group, computed as make_tile_args does.
+inline bool prefill_grid_fits(const attention_params& p) {
+  const int64_t gqa = p.n_head() / p.n_head_kv(), rows = prefill_min_rows;
+  const int64_t heads_per_block = gqa < rows ? gqa : rows;
+  const int64_t head_groups = (gqa + heads_per_block - 1) / heads_per_block;
+  const int64_t ncols = rows / heads_per_block;
+  const int64_t q_tiles = (p.n_q() + ncols - 1) / ncols;
+  return p.n_seq() <= 65535 && q_tiles * p.n_head_kv() * head_groups <= INT32_MAX;
+}
+
 // Whether the TILE kernel takes these (validated) params: D_k == D_v in {64, 128, 256} (64 only
 // with f16 K and V), f16 K/V rows 16-byte aligned, grid dimensions within the hardware limits.
 inline status tile_supported(const attention_params& p) {
@@ -776,61 +793,73 @@ inline status tile_supported(const attention_params& p) {
   if (d != p.head_dim_v() || !tile_head_dim(static_cast<int>(d))) return status::unsupported;
   if (p.k.type == data_type::f16 && !tile_rows_aligned16(p.k)) return status::unsupported;
   if (p.v.type == data_type::f16 && !tile_rows_aligned16(p.v)) return status::unsupported;
-  if (p.n_seq() > 65535 || p.n_head() > 65535) return status::unsupported;
+  if (p.n_seq() > 65535 || p.n_head() > 65535 || !prefill_grid_fits(p)) return status::unsupported;
   return status::ok;
 }
 
-// Shared memory past the default 48 KB needs a kernel's limit raised, once per process
-// (launch_prefill_grid keeps the result in a function-local static per kernel: not a stream
-// operation, so legal under capture; done on first use).
+// Shared memory past the default 48 KB needs a kernel's limit raised on each device it runs on (the
+// attribute applies to the current device). Not a stream operation, so legal under capture; the
+// callers keep the result per (device, kernel) and call it with that device current.
 template <class Kernel>
 bool raise_smem_limit(Kernel* kernel, size_t smem_bytes) {
+  const platform::error_scope errors;
   if (hipFuncSetAttribute(reinterpret_cast<const void*>(kernel), hipFuncAttributeMaxDynamicSharedMemorySize,
                           static_cast<int>(smem_bytes)) == hipSuccess)
     return true;
-  (void)hipGetLastError();
+  errors.clear_own();
   return false;
 }
 
 // A prefill kernel (TILE or MMA) over its grid: (query tiles x KV heads x head groups) x sequences
-// (prefill_block_of), its shared-memory limit raised on its first launch (smem_bytes: the
-// kernel's one size).
+// (prefill_block_of), its shared-memory limit raised on its first launch on `device` (the
+// stream's; smem_bytes: the kernel's one size). A refused raise is not kept: runtime_error now, and
+// the next call tries again.
 template <auto Kernel>
-status launch_prefill_grid(const tile_args& a, int threads, size_t smem_bytes, hipStream_t stream) {
-  static const bool limit_raised = raise_smem_limit(Kernel, smem_bytes);
-  if (!limit_raised) return status::runtime_error;
+status launch_prefill_grid(const tile_args& a, int threads, size_t smem_bytes, int device, hipStream_t stream) {
+  if (smem_bytes > 48 * 1024) {
+    static platform::per_device_value limit_raised;
+    int raised = 0;
+    const bool ok = limit_raised.get(device, raised, [&](int& yes) {
+      const platform::device_guard on_device(device);
+      yes = on_device.ok() && raise_smem_limit(Kernel, smem_bytes) ? 1 : 0;
+      return yes == 1;
+    });
+    if (!ok) return status::runtime_error;
+  }
+  const platform::error_scope errors;
   const dim3 grid(static_cast<unsigned>(a.q_tiles * a.n_head_kv * a.head_groups), static_cast<unsigned>(a.n_seq));
   Kernel<<<grid, threads, smem_bytes, stream>>>(a);
-  return hipGetLastError() == hipSuccess ? status::ok : status::runtime_error;
+  return errors.launches_ok() ? status::ok : status::runtime_error;
 }
 
 template <int D, class KL, class VL, class C>
-status launch_tile_config(const tile_args& a, hipStream_t stream) {
-  return launch_prefill_grid<&tile_kernel<D, KL, VL, C>>(a, C::threads, C::smem_bytes, stream);
+status launch_tile_config(const tile_args& a, int device, hipStream_t stream) {
+  return launch_prefill_grid<&tile_kernel<D, KL, VL, C>>(a, C::threads, C::smem_bytes, device, stream);
 }
 
 template <int D, class KL, class VL>
-status launch_tile_family(const tile_args& a, platform::arch_family f, hipStream_t stream) {
+status launch_tile_family(const tile_args& a, platform::arch_family f, int device, hipStream_t stream) {
 #if defined(TURBO3_PLATFORM_CUDA)
   (void)f;
-  return launch_tile_config<D, KL, VL, tile_config_for<D, platform::arch_family::nvidia>>(a, stream);
+  return launch_tile_config<D, KL, VL, tile_config_for<D, platform::arch_family::nvidia>>(a, device, stream);
 #else
   switch (f) {
     case platform::arch_family::cdna3:
-      return launch_tile_config<D, KL, VL, tile_config_for<D, platform::arch_family::cdna3>>(a, stream);
+      return launch_tile_config<D, KL, VL, tile_config_for<D, platform::arch_family::cdna3>>(a, device, stream);
     case platform::arch_family::rdna3:
-      return launch_tile_config<D, KL, VL, tile_config_for<D, platform::arch_family::rdna3>>(a, stream);
+      return launch_tile_config<D, KL, VL, tile_config_for<D, platform::arch_family::rdna3>>(a, device, stream);
     default:
-      return launch_tile_config<D, KL, VL, tile_config_for<D, platform::arch_family::rdna4>>(a, stream);
+      return launch_tile_config<D, KL, VL, tile_config_for<D, platform::arch_family::rdna4>>(a, device, stream);
   }
 #endif
 }
 
 inline int tile_rows(platform::arch_family f, int d) { return tile_table(f, d).rows; }
 
-// Launches TILE for validated, tile_supported params. k_was / v_was as for make_tile_args.
-inline status launch_tile(const attention_params& p, data_type k_was, data_type v_was, hipStream_t stream) {
-  const platform::arch_family f = platform::current_device_family();
+// Launches TILE for validated, tile_supported params on `device` (the stream's). k_was / v_was as
+// for make_tile_args.
+inline status launch_tile(const attention_params& p, data_type k_was, data_type v_was, int device, hipStream_t stream) {
+  const platform::arch_family f = platform::device_family(device);
   const int d = static_cast<int>(p.head_dim_k());
   const tile_args a = make_tile_args(p, tile_rows(f, d), k_was, v_was);
   using T3 = kv::turbo3_loader;
@@ -839,17 +868,17 @@ inline status launch_tile(const attention_params& p, data_type k_was, data_type 
   switch (d) {
     case 64:
       if (kt || vt) return status::unsupported;
-      return launch_tile_family<64, F16, F16>(a, f, stream);
+      return launch_tile_family<64, F16, F16>(a, f, device, stream);
     case 128:
-      if (kt && vt) return launch_tile_family<128, T3, T3>(a, f, stream);
-      if (kt) return launch_tile_family<128, T3, F16>(a, f, stream);
-      if (vt) return launch_tile_family<128, F16, T3>(a, f, stream);
-      return launch_tile_family<128, F16, F16>(a, f, stream);
+      if (kt && vt) return launch_tile_family<128, T3, T3>(a, f, device, stream);
+      if (kt) return launch_tile_family<128, T3, F16>(a, f, device, stream);
+      if (vt) return launch_tile_family<128, F16, T3>(a, f, device, stream);
+      return launch_tile_family<128, F16, F16>(a, f, device, stream);
     case 256:
-      if (kt && vt) return launch_tile_family<256, T3, T3>(a, f, stream);
-      if (kt) return launch_tile_family<256, T3, F16>(a, f, stream);
-      if (vt) return launch_tile_family<256, F16, T3>(a, f, stream);
-      return launch_tile_family<256, F16, F16>(a, f, stream);
+      if (kt && vt) return launch_tile_family<256, T3, T3>(a, f, device, stream);
+      if (kt) return launch_tile_family<256, T3, F16>(a, f, device, stream);
+      if (vt) return launch_tile_family<256, F16, T3>(a, f, device, stream);
+      return launch_tile_family<256, F16, F16>(a, f, device, stream);
     default:
       return status::unsupported;
   }

@@ -18,14 +18,25 @@
 //  7. Data pointers are aligned to the storage alignment of their type
 //     (f32: 4, f16: 2, turbo3: 2 for the block's fp16 norm); sinks (f32): 4.       invalid_argument
 //  8. Strides of q, k, v, out: nb[1], nb[2], nb[3] are multiples of the storage alignment; when
-//     ne[1] > 1, nb[1] >= row_bytes(type, ne[0]) (rows do not overlap). nb[2] and nb[3] may be
-//     anything aligned, 0 included (broadcast), and overlap is not otherwise checked. nb[0] is
+//     ne[1] > 1, nb[1] >= row_bytes(type, ne[0]) (rows do not overlap). For q, k and v, nb[2] and
+//     nb[3] may be anything aligned, 0 included (broadcast); out's rows are rule 12. nb[0] is
 //     ignored (a row is always contiguous).                                         invalid_argument
 //  9. Mask (when present): ne[0] >= n_kv, ne[1] >= n_q, n_head % ne[2] == 0 and
 //     n_seq % ne[3] == 0 (plane h % ne[2], sequence s % ne[3]); pointer and strides aligned
 //     to 2; when ne[1] > 1, nb[1] >= 2 * ne[0].                                      invalid_argument
 // 10. Scalars: scale finite; softcap finite and >= 0; max_bias finite and >= 0;
 //     kv_codebook one of the known tables.                                          invalid_argument
+// 11. Spans: for q, k, v, out (and mask when present) every nb[1..3] is below 2^63, and the span
+//     of the view, (ne[1]-1)*nb[1] + (ne[2]-1)*nb[2] + (ne[3]-1)*nb[3] + one row's bytes, fits in
+//     2^63 - 1 bytes without wrapping the address space from its data pointer (view_bytes; the
+//     kernels offset rows with signed 64-bit strides).                              invalid_argument
+// 12. Out's rows, one per (query, head, sequence), never share a byte (two work-groups would write
+//     it): taken in increasing stride order, each of out's dimensions 1..3 with more than one
+//     element steps past the whole span of those before it (out_rows_disjoint). Every dense or
+//     permuted layout (ggml's included) meets it; an interleaving it cannot prove disjoint is
+//     refused.                                                                      invalid_argument
+// 13. Aliasing: out shares no byte with an input: the spans of q, k, v and the mask (rule 11) and
+//     the n_head floats of sinks. Inputs may overlap each other.                    invalid_argument
 //
 // Which head dims and type combinations a given kernel instantiates is the launcher's business
 // (it reports `unsupported`); validate() only says whether the request is well formed.
@@ -56,6 +67,54 @@ inline status check_extents(const int64_t (&ne)[4]) {
   for (int i = 0; i < 4; ++i)
     if (ne[i] > INT32_MAX) return status::unsupported;
   return status::ok;
+}
+
+// Rule 11 for one view: its span in bytes from its data pointer (see the list above), computed
+// in unsigned arithmetic checked against 2^63 - 1, and not wrapping the address space from data.
+// false where it does not fit (or ne is out of rule 3's range). The kernels' view_end uses it too.
+inline bool view_bytes(const void* data, data_type t, const int64_t (&ne)[4], const size_t (&nb)[4], size_t& bytes) {
+  constexpr uint64_t limit = static_cast<uint64_t>(INT64_MAX);
+  if (ne[0] < 1 || ne[0] > INT32_MAX) return false;
+  uint64_t total = row_bytes(t, ne[0]);
+  for (int i = 1; i < 4; ++i) {
+    if (ne[i] < 1 || ne[i] > INT32_MAX || nb[i] > limit) return false;
+    const uint64_t steps = static_cast<uint64_t>(ne[i] - 1);
+    if (steps != 0 && nb[i] > (limit - total) / steps) return false;
+    total += steps * nb[i];
+  }
+  if (total > UINTPTR_MAX - reinterpret_cast<uintptr_t>(data)) return false;
+  bytes = static_cast<size_t>(total);
+  return true;
+}
+
+// Rule 12 (spans already checked by rule 11, so no sum below overflows): the dimensions 1..3 of
+// more than one element, in increasing stride order, each step at least past the span of the
+// smaller ones. Sufficient for disjoint rows, and exactly the nested layouts.
+inline bool out_rows_disjoint(data_type t, const int64_t (&ne)[4], const size_t (&nb)[4]) {
+  int dims[3];
+  int n = 0;
+  for (int i = 1; i < 4; ++i)
+    if (ne[i] > 1) dims[n++] = i;
+  for (int i = 1; i < n; ++i)  // insertion sort by stride
+    for (int j = i; j > 0 && nb[dims[j]] < nb[dims[j - 1]]; --j) {
+      const int d = dims[j];
+      dims[j] = dims[j - 1];
+      dims[j - 1] = d;
+    }
+  uint64_t span = row_bytes(t, ne[0]);
+  for (int i = 0; i < n; ++i) {
+    const int d = dims[i];
+    if (nb[d] < span) return false;
+    span += static_cast<uint64_t>(ne[d] - 1) * nb[d];
+  }
+  return true;
+}
+
+// Whether the byte ranges [a, a + a_bytes) and [b, b + b_bytes) share a byte.
+inline bool ranges_overlap(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
+  const uintptr_t x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  if (a_bytes == 0 || b_bytes == 0) return false;
+  return x <= y ? y - x < a_bytes : x - y < b_bytes;
 }
 
 // Rules 7 and 8 for one view (types and extents already checked).
@@ -133,7 +192,28 @@ inline status validate(const attention_params& p) {
   if (!std::isfinite(p.scale)) return status::invalid_argument;
   if (!std::isfinite(p.softcap) || !(p.softcap >= 0.0f)) return status::invalid_argument;
   if (!std::isfinite(p.max_bias) || !(p.max_bias >= 0.0f)) return status::invalid_argument;
-  if (p.kv_codebook != codebook::lloyd_max && p.kv_codebook != codebook::legacy)
+  if (!is_known(p.kv_codebook)) return status::invalid_argument;
+
+  // 11. spans
+  size_t q_bytes = 0, k_bytes = 0, v_bytes = 0, out_bytes = 0, mask_bytes = 0;
+  if (!detail::view_bytes(p.q.data, p.q.type, p.q.ne, p.q.nb, q_bytes) ||
+      !detail::view_bytes(p.k.data, p.k.type, p.k.ne, p.k.nb, k_bytes) ||
+      !detail::view_bytes(p.v.data, p.v.type, p.v.ne, p.v.nb, v_bytes) ||
+      !detail::view_bytes(p.out.data, p.out.type, p.out.ne, p.out.nb, out_bytes))
+    return status::invalid_argument;
+  if (has_mask && !detail::view_bytes(p.mask.data, p.mask.type, p.mask.ne, p.mask.nb, mask_bytes))
+    return status::invalid_argument;
+
+  // 12. out's rows are disjoint
+  if (!detail::out_rows_disjoint(p.out.type, p.out.ne, p.out.nb)) return status::invalid_argument;
+
+  // 13. out overlaps no input
+  const size_t sinks_bytes = p.sinks ? static_cast<size_t>(n_head) * sizeof(float) : 0;
+  if (detail::ranges_overlap(p.out.data, out_bytes, p.q.data, q_bytes) ||
+      detail::ranges_overlap(p.out.data, out_bytes, p.k.data, k_bytes) ||
+      detail::ranges_overlap(p.out.data, out_bytes, p.v.data, v_bytes) ||
+      (has_mask && detail::ranges_overlap(p.out.data, out_bytes, p.mask.data, mask_bytes)) ||
+      (p.sinks && detail::ranges_overlap(p.out.data, out_bytes, p.sinks, sinks_bytes)))
     return status::invalid_argument;
 
   return status::ok;

@@ -564,7 +564,16 @@ TURBO3_DEVICE void merge_splits_if_last(const attention_args& a, const vec_conte
   const int blocks_per_seq = a.n_head_kv * head_splits;
   unsigned* counter = a.split_counters + vec_counter_offset(a, x, head_splits);
   // Release: this work-group's rows before its count; acquire (the last): every other split's rows.
-  if (tid == 0) is_last = platform::atomic_add_acq_rel(counter, 1u) == static_cast<unsigned>(a.n_splits - 1);
+  if (tid == 0) {
+    const unsigned counted = platform::atomic_add_acq_rel(counter, 1u);
+#ifndef NDEBUG
+    // The splits of one launch count 0 .. n_splits - 1 from a counter that is zero at launch; a
+    // higher count means caller-owned counters (launch_options::counters) were not zero on entry
+    // or are shared with a launch running at the same time: the results would be wrong.
+    if (counted >= static_cast<unsigned>(a.n_splits)) platform::trap();
+#endif
+    is_last = counted == static_cast<unsigned>(a.n_splits - 1);
+  }
   platform::sync_threads();
   if (!is_last) return;
   // Caller-owned counters are left zero for the next call: every split has counted, and every

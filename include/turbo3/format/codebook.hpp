@@ -10,6 +10,9 @@ enum class codebook {
   legacy,     // the table older engines wrote; opt-in, for reading old caches
 };
 
+// Whether cb names one of the tables above (an enum may hold any value of its underlying type).
+TURBO3_HD constexpr bool is_known(codebook cb) { return cb == codebook::lloyd_max || cb == codebook::legacy; }
+
 // Eight sorted levels and seven thresholds, passed by value to every kernel that (de)quantizes.
 struct codebook_table {
   float level[8];

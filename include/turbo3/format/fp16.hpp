@@ -4,7 +4,18 @@
 #include <cstdint>
 #include <cstring>
 
+#include "turbo3/platform/device.hpp"
+
 namespace turbo3 {
+
+inline constexpr float fp16_max = 65504.0f;  // the largest finite fp16 value
+
+// x with |x| > 65504 (infinities included) brought to +-65504, NaN kept: rounded to fp16 after it,
+// every value but NaN stays finite. Host and device quantizers store the turbo3 norm through it
+// (docs/format.md §7, the overflow policy of §3 step 6).
+TURBO3_HD constexpr float clamp_to_fp16_range(float x) {
+  return x > fp16_max ? fp16_max : x < -fp16_max ? -fp16_max : x;
+}
 
 inline uint16_t fp16_from_float(float f) {
   uint32_t x;
@@ -31,6 +42,10 @@ inline uint16_t fp16_from_float(float f) {
   if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;
   return static_cast<uint16_t>(sign | h);
 }
+
+// fp16_from_float of clamp_to_fp16_range(f): round to nearest even, saturating to +-65504
+// (0x7bff / 0xfbff) where the rounding would give an infinity; NaN stays NaN.
+inline uint16_t fp16_from_float_saturated(float f) { return fp16_from_float(clamp_to_fp16_range(f)); }
 
 inline float fp16_to_float(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;

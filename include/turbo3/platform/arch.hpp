@@ -3,10 +3,10 @@
 // must pick the matching instantiation).
 #pragma once
 
-#include <atomic>
 #include <cstring>
 
 #include "turbo3/platform/device.hpp"
+#include "turbo3/platform/device_state.hpp"
 
 // __launch_bounds__ with a residency target: NVIDIA reads the second number as work-groups per
 // multiprocessor (it caps registers accordingly); HIP gives it another meaning (waves per EU), so
@@ -46,40 +46,34 @@ inline constexpr arch_family compiled_family = arch_family::rdna4;
 #if TURBO3_HAS_RUNTIME
 
 // The family of device `device`, read once per device (eagerly, or on first use: the property
-// query is not a stream operation).
+// query is not a stream operation). A failed query is not kept: the next call asks again, and this
+// one assumes the first target's family.
 inline arch_family device_family(int device) {
 #if defined(TURBO3_PLATFORM_CUDA)
   (void)device;
   return arch_family::nvidia;
 #else
-  static std::atomic<int> cache[64] = {};  // 0: unknown, else 1 + family
-  const bool cacheable = device >= 0 && device < 64;
-  if (cacheable) {
-    const int v = cache[device].load(std::memory_order_relaxed);
-    if (v != 0) return static_cast<arch_family>(v - 1);
-  }
-  arch_family f = arch_family::rdna4;
-  hipDeviceProp_t prop;
-  if (hipGetDeviceProperties(&prop, device) == hipSuccess) {
+  static per_device_value families;
+  int v = 0;
+  const bool known = families.get(device, v, [&](int& family) {
+    const error_scope errors;
+    hipDeviceProp_t prop;
+    if (hipGetDeviceProperties(&prop, device) != hipSuccess) {
+      errors.clear_own();
+      return false;
+    }
+    arch_family f = arch_family::rdna4;
     if (std::strncmp(prop.gcnArchName, "gfx12", 5) == 0) f = arch_family::rdna4;
     else if (std::strncmp(prop.gcnArchName, "gfx11", 5) == 0) f = arch_family::rdna3;
     else if (std::strncmp(prop.gcnArchName, "gfx9", 4) == 0 || prop.warpSize == 64) f = arch_family::cdna3;
-  } else {
-    (void)hipGetLastError();
-  }
-  if (cacheable) cache[device].store(static_cast<int>(f) + 1, std::memory_order_relaxed);
-  return f;
+    family = static_cast<int>(f);
+    return true;
+  });
+  return known ? static_cast<arch_family>(v) : arch_family::rdna4;
 #endif
 }
 
-inline arch_family current_device_family() {
-  int device = 0;
-  if (hipGetDevice(&device) != hipSuccess) {
-    (void)hipGetLastError();
-    device = 0;
-  }
-  return device_family(device);
-}
+inline arch_family current_device_family() { return device_family(current_device()); }
 
 #endif  // TURBO3_HAS_RUNTIME
 

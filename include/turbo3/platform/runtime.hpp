@@ -10,6 +10,10 @@
 #include <hip/hip_fp16.h>
 #define TURBO3_HAS_RUNTIME 1
 #define TURBO3_PLATFORM_HIP 1
+// hipStreamGetDevice: HIP 6 and later (older runtimes: the current device, device_state.hpp).
+#if defined(HIP_VERSION_MAJOR) && HIP_VERSION_MAJOR >= 6
+#define TURBO3_HAS_STREAM_GET_DEVICE 1
+#endif
 #elif defined(__CUDACC__)
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
@@ -84,6 +88,14 @@ using hipFuncAttribute = cudaFuncAttribute;
 #define hipDeviceGetDefaultMemPool cudaDeviceGetDefaultMemPool
 #define hipMallocFromPoolAsync cudaMallocFromPoolAsync
 #define hipErrorStreamCaptureImplicit cudaErrorStreamCaptureImplicit
+#define hipThreadExchangeStreamCaptureMode cudaThreadExchangeStreamCaptureMode
+#define hipMemGetInfo cudaMemGetInfo
+#define hipStreamWaitEvent cudaStreamWaitEvent
+// The device of a stream: CUDA 12.8 and later (older runtimes: the current device, device_state.hpp).
+#if CUDART_VERSION >= 12080
+#define hipStreamGetDevice cudaStreamGetDevice
+#define TURBO3_HAS_STREAM_GET_DEVICE 1
+#endif
 #else
 #define TURBO3_HAS_RUNTIME 0
 #endif

@@ -28,10 +28,10 @@
 // rows with K contiguous, like A; TransB = true: B stored as K rows with N contiguous.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 
 #include "turbo3/platform/device.hpp"
+#include "turbo3/platform/device_state.hpp"
 #include "turbo3/platform/fragment.hpp"
 
 #if TURBO3_HAS_RUNTIME
@@ -237,21 +237,24 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void wg_registers_up() {
 // Whether device `device` runs this build's warpgroup kernels: an sm_90 device (the instructions
 // exist only for sm_90a) in a build whose device code targets sm_90a, which the build says by
 // defining TURBO3_WARPGROUP_MMA_BUILT (a host pass cannot see the device passes' targets). Read
-// once per device (the attribute query is not a stream operation: legal under capture).
+// once per device (the attribute query is not a stream operation: legal under capture); a failed
+// query is not kept (false this time, asked again next time).
 inline bool warpgroup_mma_available(int device) {
 #if defined(TURBO3_PLATFORM_CUDA) && defined(TURBO3_WARPGROUP_MMA_BUILT)
-  static std::atomic<int> cache[64] = {};  // 0: unknown, 1: no, 2: yes
-  if (device < 0 || device >= 64) return false;
-  int v = cache[device].load(std::memory_order_relaxed);
-  if (v == 0) {
+  static per_device_value available;
+  int v = 0;
+  const bool known = available.get(device, v, [&](int& yes) {
+    const error_scope errors;
     int major = 0, minor = 0;
-    const bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
-                    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess;
-    if (!ok) (void)cudaGetLastError();
-    v = ok && major == 9 && minor == 0 ? 2 : 1;
-    cache[device].store(v, std::memory_order_relaxed);
-  }
-  return v == 2;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+      errors.clear_own();
+      return false;
+    }
+    yes = major == 9 && minor == 0 ? 1 : 0;
+    return true;
+  });
+  return known && v == 1;
 #else
   (void)device;
   return false;

@@ -20,8 +20,10 @@
 namespace turbo3 {
 namespace ref {
 
-// Quantize one 128-group (docs/format.md §3, float32 throughout).
+// Quantize one 128-group (docs/format.md §3, float32 throughout). cb is a known table
+// (is_known; asserted in debug builds).
 inline void quantize_group(const float* x, block_turbo3& out, codebook cb = codebook::lloyd_max) {
+  assert(is_known(cb));
   const codebook_table table = codebook_values(cb);
   float ss = 0.0f;
   for (int i = 0; i < block_values; ++i) ss += x[i] * x[i];
@@ -36,7 +38,9 @@ inline void quantize_group(const float* x, block_turbo3& out, codebook cb = code
   float rr = 0.0f;
   for (int i = 0; i < block_values; ++i) rr += table.level[idx[i]] * table.level[idx[i]];
   const float r = std::sqrt(rr);
-  out.norm = fp16_from_float((r > 1e-10f) ? n / r : n);
+  // A corrected norm past the largest finite fp16 value is stored as 65504, not as an infinity
+  // (which would make every score and value of the group, and so attention, NaN).
+  out.norm = fp16_from_float_saturated((r > 1e-10f) ? n / r : n);
 }
 
 inline void quantize_row(const float* x, block_turbo3* y, int64_t n, codebook cb) {
@@ -49,7 +53,7 @@ inline void quantize_row(const float* x, block_turbo3* y, int64_t n) {
 
 // Values in the rotated domain: C[i(j)] * norm (§4). No inverse rotation.
 inline void dequantize_row(const block_turbo3* x, float* y, int64_t n, codebook cb) {
-  assert(n % block_values == 0);
+  assert(n % block_values == 0 && is_known(cb));
   const codebook_table table = codebook_values(cb);
   for (int64_t b = 0; b < n / block_values; ++b) {
     const float norm = fp16_to_float(x[b].norm);
