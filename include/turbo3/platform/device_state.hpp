@@ -133,14 +133,19 @@ inline bool is_default_stream(hipStream_t stream) noexcept {
 }
 
 // The device whose work `stream` queues: the runtime's answer where it has the query (CUDA 12.8+,
-// HIP 6+) and the stream is not a default stream; else the current device. -1 when neither can
-// be read.
+// HIP 6+) and the stream is neither a default stream nor capturing; else the current device. -1
+// when neither can be read. The runtime refuses the query on a capturing stream, and the refusal
+// invalidates the capture; a launch into a stream needs its device current anyway, so the current
+// device is the stream's there.
 inline int stream_device(hipStream_t stream) noexcept {
 #if defined(TURBO3_HAS_STREAM_GET_DEVICE)
   if (!is_default_stream(stream)) {
     const error_scope errors;
+    hipStreamCaptureStatus capture = hipStreamCaptureStatusNone;
     int device = -1;
-    if (hipStreamGetDevice(stream, &device) == hipSuccess && device >= 0) return device;
+    if (hipStreamIsCapturing(stream, &capture) == hipSuccess && capture == hipStreamCaptureStatusNone &&
+        hipStreamGetDevice(stream, &device) == hipSuccess && device >= 0)
+      return device;
     errors.clear_own();
   }
 #else
