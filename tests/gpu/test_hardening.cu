@@ -420,7 +420,7 @@ TEST_CASE("write_rows: a norm past fp16's range is stored as 65504; attention ov
   const float big[] = {65000.0f, -65000.0f, 1e6f, 3e38f};
   for (int64_t r = 0; r < n_kv; r += 2) x[static_cast<size_t>(r * D + 5 + r)] = big[(r / 2) % 4];
   const size_t row = row_bytes(data_type::turbo3, D);
-  device_buffer d_src(x.size() * 4), d_cache(row * n_kv), d_q(D * 4), d_out(D * 4 * 4);
+  device_buffer d_src(x.size() * 4), d_cache(row * n_kv), d_q(D * 4 * 4), d_out(D * 4 * 4);
   d_src.upload(x.data(), x.size() * 4);
   d_cache.poison(0);
   const row_source src{d_src.ptr, data_type::f32, D, n_kv, D * 4};
