@@ -69,6 +69,25 @@ inline attention_case structured_mask_case(int head_dim, turbo3::data_type kv, c
   return c;
 }
 
+// The benchmark's head layout, 16 query heads over 8 KV heads, at head dim D.
+inline attention_case gqa_case(int head_dim, int n_q, int n_kv) {
+  attention_case c;
+  c.head_dim = head_dim;
+  c.n_head = 16;
+  c.n_head_kv = 8;
+  c.n_q = n_q;
+  c.n_kv = n_kv;
+  return c;
+}
+
+// One decode row as an engine runs it: D = 256, 16 query heads over 8, mask and sinks.
+inline attention_case decode_case(int n_kv = 3000) {
+  attention_case c = gqa_case(256, 1, n_kv);
+  c.mask = true;
+  c.sinks = true;
+  return c;
+}
+
 // D = 256, 4 query heads over 2, 150 queries over 170 keys: several query and key tiles of every
 // prefill kernel, ragged at both ends; causal by the flag, or (ggml_mask) by ggml's causal mask in
 // its place.

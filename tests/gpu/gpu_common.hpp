@@ -38,4 +38,15 @@ struct device_buffer {
   void poison(uint8_t byte = 0xff) { TURBO3_CHECK_HIP(hipMemset(ptr, byte, bytes)); }  // 0xffff: f16/f32 NaN
 };
 
+// A non-blocking stream, destroyed with its owner.
+struct owned_stream {
+  hipStream_t s = nullptr;
+  owned_stream() { TURBO3_CHECK_HIP(hipStreamCreateWithFlags(&s, hipStreamNonBlocking)); }
+  ~owned_stream() {
+    if (s) (void)hipStreamDestroy(s);
+  }
+  owned_stream(const owned_stream&) = delete;
+  owned_stream& operator=(const owned_stream&) = delete;
+};
+
 }  // namespace turbo3_test

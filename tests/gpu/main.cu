@@ -12,14 +12,14 @@ uint64_t run_seed() { return g_seed; }
 }  // namespace turbo3_test
 
 int main(int argc, char** argv) {
-  Catch::Session session;
+  Catch::Session runner;
   int min_devices = 1;
-  session.cli(session.cli() | Catch::clara::Opt(min_devices, "count")["--min-devices"](
+  runner.cli(runner.cli() | Catch::clara::Opt(min_devices, "count")["--min-devices"](
                                   "skip (exit 77) where fewer GPUs are present (default 1)"));
-  const int parsed = session.applyCommandLine(argc, argv);
+  const int parsed = runner.applyCommandLine(argc, argv);
   if (parsed != 0) return parsed;
-  const Catch::ConfigData& config = session.configData();
-  if (config.listTests || config.listTestNamesOnly || config.listTags || config.listReporters) return session.run();
+  const Catch::ConfigData& config = runner.configData();
+  if (config.listTests || config.listTestNamesOnly || config.listTags || config.listReporters) return runner.run();
   int devices = 0;
   const hipError_t err = hipGetDeviceCount(&devices);
   if (err != hipSuccess || devices < min_devices || devices == 0) {
@@ -33,5 +33,5 @@ int main(int argc, char** argv) {
   hipDeviceProp_t prop;
   if (hipGetDeviceProperties(&prop, 0) == hipSuccess) std::printf("device: %s\n", prop.name);
   std::printf("seed: %llu (set TURBO3_TEST_SEED to repeat)\n", static_cast<unsigned long long>(turbo3_test::g_seed));
-  return session.run();
+  return runner.run();
 }

@@ -7,21 +7,10 @@
 using namespace turbo3;
 using turbo3_test::attention_case;
 using turbo3_test::attention_problem;
+using turbo3_test::decode_case;
 using turbo3_test::device_buffer;
 
 namespace {
-
-attention_case decode_case() {
-  attention_case c;
-  c.head_dim = 256;
-  c.n_head = 16;
-  c.n_head_kv = 8;
-  c.n_kv = 3000;
-  c.n_q = 1;
-  c.mask = true;
-  c.sinks = true;
-  return c;
-}
 
 template <class Allocator>
 void capture_and_replay(Allocator& allocator, hipStream_t stream, attention_problem& prob, std::mt19937_64& rng,

@@ -12,42 +12,17 @@
 using namespace turbo3;
 using turbo3_test::attention_case;
 using turbo3_test::attention_problem;
+using turbo3_test::decode_case;
 using turbo3_test::device_buffer;
+using turbo3_test::owned_stream;
 
 namespace {
 
-attention_case decode_case(int n_kv) {
-  attention_case c;
-  c.head_dim = 256;
-  c.n_head = 16;
-  c.n_head_kv = 8;
-  c.n_kv = n_kv;
-  c.n_q = 1;
-  c.mask = true;
-  c.sinks = true;
-  return c;
-}
-
 attention_case prefill_case() {
-  attention_case c;
-  c.head_dim = 256;
-  c.n_head = 16;
-  c.n_head_kv = 8;
-  c.n_q = 40;
-  c.n_kv = 300;
+  attention_case c = turbo3_test::gqa_case(256, 40, 300);
   c.causal = true;
   return c;
 }
-
-struct owned_stream {
-  hipStream_t s = nullptr;
-  owned_stream() { TURBO3_CHECK_HIP(hipStreamCreateWithFlags(&s, hipStreamNonBlocking)); }
-  ~owned_stream() {
-    if (s) (void)hipStreamDestroy(s);
-  }
-  owned_stream(const owned_stream&) = delete;
-  owned_stream& operator=(const owned_stream&) = delete;
-};
 
 // Records what an arena hands out, so a test can tell whether two calls shared bytes.
 struct recording_allocator {

@@ -25,15 +25,7 @@ static_assert(arena_allocator::capture_safe && stream_pool_allocator::capture_sa
 
 namespace {
 
-struct test_stream {
-  hipStream_t s = nullptr;
-  test_stream() { TURBO3_CHECK_HIP(hipStreamCreateWithFlags(&s, hipStreamNonBlocking)); }
-  ~test_stream() {
-    if (s) (void)hipStreamDestroy(s);
-  }
-  test_stream(const test_stream&) = delete;
-  test_stream& operator=(const test_stream&) = delete;
-};
+using test_stream = turbo3_test::owned_stream;
 
 bool aligned256(const void* p) { return reinterpret_cast<uintptr_t>(p) % 256 == 0; }
 

@@ -12,18 +12,9 @@ using namespace turbo3;
 using turbo3_test::attention_case;
 using turbo3_test::attention_problem;
 using turbo3_test::device_buffer;
+using turbo3_test::gqa_case;
 
 namespace {
-
-attention_case gqa_case(int head_dim, int n_q, int n_kv) {
-  attention_case c;
-  c.head_dim = head_dim;
-  c.n_head = 16;
-  c.n_head_kv = 8;
-  c.n_q = n_q;
-  c.n_kv = n_kv;
-  return c;
-}
 
 struct route_case {
   const char* name;

@@ -91,15 +91,7 @@ void soak(attention_problem& prob, Allocator& allocator, const launch_options& o
 // the stream-ordered pool (graph allocation nodes, so a leak there would show in memory).
 TEST_CASE("soak: 100,000 replays of a captured decode call, new inputs every 1,000", "[.][soak]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x50a7);
-  attention_case c;
-  c.head_dim = 256;
-  c.n_head = 16;
-  c.n_head_kv = 8;
-  c.n_kv = 3000;
-  c.n_q = 1;
-  c.mask = true;
-  c.sinks = true;
-  attention_problem prob(c, rng);
+  attention_problem prob(turbo3_test::decode_case(), rng);
   stream_pool_allocator pool;
   soak(prob, pool, launch_options{}, "decode, stream pool", rng);
 }
@@ -109,12 +101,7 @@ TEST_CASE("soak: 100,000 replays of a captured decode call, new inputs every 1,0
 // copies come from the adaptive allocator's pool while capturing.
 TEST_CASE("soak: 100,000 replays of a captured prefill call, new inputs every 1,000", "[.][soak]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x50a8);
-  attention_case c;
-  c.head_dim = 256;
-  c.n_head = 16;
-  c.n_head_kv = 8;
-  c.n_q = 48;
-  c.n_kv = 400;
+  attention_case c = turbo3_test::gqa_case(256, 48, 400);
   c.causal = true;
   attention_problem prob(c, rng);
   stream_pool_allocator pool;

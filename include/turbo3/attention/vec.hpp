@@ -547,9 +547,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_combine_kernel(attentio
   for (int d = tid; d < W; d += vec_threads) store_output(a, out, slice * W + d, row_s[d]);
 }
 
-// Split-KV merge inside the VEC kernel, in place of the combine kernel (whose launch, and the
-// wait for the whole grid before it, cost about a tenth of a long-context decode:
-// docs/performance.md). A work-group that has stored its partial rows counts itself on its
+// Split-KV merge inside the VEC kernel, in place of the combine kernel: its launch and the wait
+// for the whole grid before it are a fixed part of every decode call (docs/performance.md). A work-group that has stored its partial rows counts itself on its
 // (sequence, KV block, query tile) counter; the one that completes the count merges every split's
 // rows, un-rotates and stores the output. The counters are zero at launch: workspace counters are
 // cleared by vec_zero_counters_kernel ahead of every launch, caller-owned ones are left zero by the

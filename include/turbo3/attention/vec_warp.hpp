@@ -325,9 +325,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
     }
   };
   // The copy unit is a template constant of each copy of the group loop (run_groups below), so the
-  // loop that runs holds only its own staging code. With all three forms in one loop, its hot code
-  // (about 15 KB) spreads over 32 KB and a tenth of the warps' stall samples are instruction
-  // fetches (docs/performance.md, decode).
+  // loop that runs holds only its own staging code: one loop holding all three forms spreads its hot
+  // code far enough for instruction fetches to stall the warps (docs/performance.md, decode).
   auto copy_rows = [&](auto unit_c, int dst_offset, const char* head, int64_t nb1, const copy_plan& cp, int j0, int n) {
     constexpr int unit = decltype(unit_c)::value;
     if constexpr (unit == 8 || unit == 4) {
