@@ -60,6 +60,7 @@
 #include "turbo3/platform/async_copy.hpp"
 #include "turbo3/platform/device.hpp"
 #include "turbo3/platform/fragment.hpp"
+#include "turbo3/platform/limits.hpp"
 #include "turbo3/platform/mma.hpp"
 #include "turbo3/status.hpp"
 
@@ -170,13 +171,14 @@ using mma_config_for = mma_config<D, mma_table(F, D).warps, mma_table(F, D).keys
 
 template <platform::arch_family F>
 constexpr bool mma_fits_lds() {
-  return mma_config_for<128, F>::smem_bytes <= 65536 && mma_config_for<256, F>::smem_bytes <= 65536;
+  return mma_config_for<128, F>::smem_bytes <= platform::amd_max_lds_bytes &&
+         mma_config_for<256, F>::smem_bytes <= platform::amd_max_lds_bytes;
 }
 static_assert(mma_fits_lds<platform::arch_family::rdna4>() && mma_fits_lds<platform::arch_family::rdna3>() &&
                   mma_fits_lds<platform::arch_family::cdna3>(),
               "an AMD MMA shape needs more than 64 KB of LDS");
-static_assert(mma_config_for<256, platform::arch_family::nvidia>::smem_bytes <= 232448 &&
-                  mma_config_for<128, platform::arch_family::nvidia>::smem_bytes <= 232448,
+static_assert(mma_config_for<256, platform::arch_family::nvidia>::smem_bytes <= platform::nvidia_max_shared_bytes &&
+                  mma_config_for<128, platform::arch_family::nvidia>::smem_bytes <= platform::nvidia_max_shared_bytes,
               "an NVIDIA MMA shape needs more than 227 KB of shared memory");
 
 // ---- device helpers ------------------------------------------------------------------------------

@@ -28,6 +28,7 @@
 #include "turbo3/kv/loaders.hpp"
 #include "turbo3/platform/arch.hpp"
 #include "turbo3/platform/device.hpp"
+#include "turbo3/platform/limits.hpp"
 #include "turbo3/status.hpp"
 
 #if TURBO3_HAS_RUNTIME
@@ -119,13 +120,14 @@ using tile_config_for =
 // reports do not show it: RDNA D = 256 takes 52,352 bytes).
 template <platform::arch_family F>
 constexpr bool tile_fits_lds() {
-  return tile_config_for<64, F>::smem_bytes <= 65536 && tile_config_for<128, F>::smem_bytes <= 65536 &&
-         tile_config_for<256, F>::smem_bytes <= 65536;
+  return tile_config_for<64, F>::smem_bytes <= platform::amd_max_lds_bytes &&
+         tile_config_for<128, F>::smem_bytes <= platform::amd_max_lds_bytes &&
+         tile_config_for<256, F>::smem_bytes <= platform::amd_max_lds_bytes;
 }
 static_assert(tile_fits_lds<platform::arch_family::rdna4>() && tile_fits_lds<platform::arch_family::rdna3>() &&
                   tile_fits_lds<platform::arch_family::cdna3>(),
               "an AMD tile shape needs more than 64 KB of LDS");
-static_assert(tile_config_for<256, platform::arch_family::nvidia>::smem_bytes <= 232448,
+static_assert(tile_config_for<256, platform::arch_family::nvidia>::smem_bytes <= platform::nvidia_max_shared_bytes,
               "an NVIDIA tile shape needs more than 227 KB of shared memory");
 
 // ---- arguments -----------------------------------------------------------------------------------
