@@ -1,7 +1,8 @@
 // The NMSE test grids of the attention kernels, each defined once: a generator of cases (shapes x
 // K/V types x mask, causal, GQA and the other options). A kernel family's tests run a grid through
-// their own kernel choice (test_mma.cu and test_tile.cu: the prefill grids), each test case from
-// its own random stream, the inputs of each case drawn as it runs, in the grid's order.
+// their own kernel choice (test_mma.cu and test_tile.cu: the prefill grids; test_vec.cu: the
+// decode grids and the two shared with prefill), each test case from its own random stream, the
+// inputs of each case drawn as it runs, in the grid's order.
 #pragma once
 
 #include <initializer_list>
@@ -252,6 +253,196 @@ inline case_grid ragged_grid() {
       g.push_back({c});
       ++variant;
     }
+  return g;
+}
+
+// ---- decode grids (VEC) -----------------------------------------------------------------------------
+
+// D = 256, 16 query heads over 4 and 8 KV heads, 1 and 2 queries (2: causal), n_kv from 1 to 4099
+// (odd ones masked), every K/V pair.
+inline case_grid decode_pairs_grid() {
+  case_grid g;
+  for (int n_head_kv : {4, 8})
+    for (int n_q : {1, 2})
+      for (int n_kv : {1, 3, 255, 512, 1024, 4099})
+        for (turbo3::data_type kt : kv_types)
+          for (turbo3::data_type vt : kv_types) {
+            attention_case c;
+            c.head_dim = 256;
+            c.n_head = 16;
+            c.n_head_kv = n_head_kv;
+            c.n_q = n_q;
+            c.n_kv = n_kv;
+            c.k_type = kt;
+            c.v_type = vt;
+            c.mask = n_kv % 2 == 1;
+            c.causal = n_q == 2;
+            g.push_back({c});
+          }
+  return g;
+}
+
+// The other head dims: D = 512 over 2048 keys, GQA 1 / 8 / 16 over 2 KV heads (8: sinks), every K/V
+// pair; D = 64 (f16), 16 query heads over 2, one and two queries, two sequences, a mask; turbo3 at
+// D = 128 with two sequences of two causal queries in 3 splits.
+inline case_grid decode_head_dims_grid() {
+  using turbo3::data_type;
+  case_grid g;
+  for (data_type kt : kv_types)
+    for (data_type vt : kv_types)
+      for (int gqa : {1, 8, 16}) {
+        attention_case c;
+        c.head_dim = 512;
+        c.n_head_kv = 2;
+        c.n_head = 2 * gqa;
+        c.n_kv = 2048;
+        c.k_type = kt;
+        c.v_type = vt;
+        c.sinks = gqa == 8;
+        g.push_back({c});
+      }
+  for (int n_q : {1, 2}) {
+    attention_case c;
+    c.head_dim = 64;
+    c.n_head = 16;
+    c.n_head_kv = 2;
+    c.n_kv = 1000;
+    c.n_q = n_q;
+    c.n_seq = 2;
+    c.k_type = c.v_type = data_type::f16;
+    c.mask = true;
+    g.push_back({c});
+  }
+  attention_case c;
+  c.head_dim = 128;
+  c.n_head = 8;
+  c.n_head_kv = 2;
+  c.n_kv = 3000;
+  c.n_seq = 2;
+  c.n_q = 2;
+  c.causal = true;
+  g.push_back({c, 3});
+  return g;
+}
+
+// The matrix-instruction kernel's row layouts, every K/V pair at D = 128 and 256 over 1500 keys with
+// mask and sinks: one query x 16 heads over 8, and two queries x 32 heads over 8 (4 heads a group:
+// the kernel's 8 rows).
+inline case_grid decode_matrix_grid() {
+  case_grid g;
+  for (int d : {128, 256})
+    for (turbo3::data_type kt : kv_types)
+      for (turbo3::data_type vt : kv_types) {
+        attention_case c;
+        c.head_dim = d;
+        c.n_head = 16;
+        c.n_head_kv = 8;
+        c.n_kv = 1500;
+        c.k_type = kt;
+        c.v_type = vt;
+        c.mask = true;
+        c.sinks = true;
+        g.push_back({c});
+        c.n_q = 2;
+        c.n_head = 32;
+        g.push_back({c});
+      }
+  return g;
+}
+
+// Odd lengths: n_kv 1 .. 1000 at D = 128, 6 query heads over 2, a mask, sinks on odd lengths.
+inline case_grid decode_odd_lengths_grid() {
+  case_grid g;
+  for (int n_kv : {1, 3, 9, 27, 81, 129, 257, 1000}) {
+    attention_case c;
+    c.head_dim = 128;
+    c.n_head = 6;
+    c.n_head_kv = 2;
+    c.n_kv = n_kv;
+    c.mask = true;
+    c.sinks = n_kv % 2 == 1;
+    g.push_back({c});
+  }
+  return g;
+}
+
+// The warp kernel's row layouts, shifts, GQA and options, turbo3 K and V. Row strides (token-major,
+// rows of 50 * D / 128 bytes per head): D = 128 with 1 or 3 KV heads is copied in 2-byte units,
+// with 2 heads in 4-byte units (rows starting 0 or 2 bytes into a word), with 4 heads in 8-byte
+// units (rows starting 0, 2, 4 or 6 bytes into a unit), with 8 heads in 16-byte units on even heads
+// (rows starting 0, 4, 8 or 12 bytes in) and 8-byte units on odd ones; D = 256 with 1 or 3 heads in
+// 4-byte units, with 2 heads in 8-byte units (rows starting 0 or 4 bytes in), with 4 or 8 heads (the
+// benchmark's layout) in 16-byte units (0, 4, 8 or 12). Key counts leave partial groups of 16 keys
+// and uneven warps; the options, Q type, rotation mode and codebook cycle. Sampled: every third of
+// those. Last, unsampled: many splits of one tile each and one split covering everything.
+inline case_grid decode_warp_grid() {
+  using turbo3::data_type;
+  case_grid g;
+  int variant = 0;
+  for (int d : {128, 256})
+    for (int n_head_kv : {1, 2, 3, 4, 8})
+      for (int gqa : {1, 2, 4, 8})
+        for (int n_q : {1, 2}) {
+          if (gqa * n_q > 8 || (n_head_kv == 8 && gqa > 2)) continue;
+          attention_case c;
+          c.head_dim = d;
+          c.n_head_kv = n_head_kv;
+          c.n_head = n_head_kv * gqa;
+          c.n_q = n_q;
+          c.n_kv = 37 + 401 * (variant % 5);
+          const int opt = variant++ % 6;
+          c.mask = opt == 1 || opt == 3;
+          c.sinks = opt == 2;
+          c.max_bias = opt == 3 ? 8.0f : 0.0f;
+          c.softcap = opt == 4 ? 2.0f : 0.0f;
+          c.causal = opt == 5 || n_q == 2;
+          c.k_type = c.v_type = data_type::turbo3;
+          c.q_type = variant % 3 == 0 ? data_type::f16 : data_type::f32;
+          c.library_rotates = variant % 4 != 0;
+          c.cb = variant % 7 == 0 ? turbo3::codebook::legacy : turbo3::codebook::lloyd_max;
+          g.push_back({c, 0, variant % 3 == 0});
+        }
+  attention_case c;
+  c.head_dim = 256;
+  c.n_head = 16;
+  c.n_head_kv = 8;
+  c.n_kv = 4099;
+  c.k_type = c.v_type = data_type::turbo3;
+  for (int splits : {1, 7, 33}) g.push_back({c, splits, false});
+  return g;
+}
+
+// The warp kernel's deep-context shape (6 warps at D = 256 from vec_warp_deep_keys = 65536 keys),
+// turbo3: 8-byte staging (8 KV heads) and 4-byte staging (3 heads); 2 and 4 rows a work-group (one
+// value column block); a partial last group; the options spread over the three cases (each takes
+// the host reference about 12 s); few splits (long claims per work-group).
+inline case_grid decode_deep_grid() {
+  using turbo3::data_type;
+  struct deep_case {
+    int n_head, n_head_kv, n_q, n_kv, splits;
+  };
+  const deep_case cases[] = {{16, 8, 1, 65573, 0}, {6, 3, 1, 70001, 0}, {16, 8, 2, 65600, 5}};
+  case_grid g;
+  int variant = 0;
+  for (const deep_case& d : cases) {
+    attention_case c;
+    c.head_dim = 256;
+    c.n_head = d.n_head;
+    c.n_head_kv = d.n_head_kv;
+    c.n_q = d.n_q;
+    c.n_kv = d.n_kv;
+    const int opt = variant++;
+    c.mask = opt == 2;
+    c.max_bias = opt == 2 ? 8.0f : 0.0f;
+    c.sinks = opt == 1;
+    c.softcap = opt == 1 ? 2.0f : 0.0f;
+    c.causal = d.n_q == 2;
+    c.k_type = c.v_type = data_type::turbo3;
+    c.q_type = opt == 0 ? data_type::f16 : data_type::f32;
+    c.library_rotates = opt != 1;
+    c.cb = opt == 2 ? turbo3::codebook::legacy : turbo3::codebook::lloyd_max;
+    g.push_back({c, d.splits});
+  }
   return g;
 }
 
