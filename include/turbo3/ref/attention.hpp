@@ -47,7 +47,7 @@
 #include "turbo3/format/codebook.hpp"
 #include "turbo3/format/fp16.hpp"
 #include "turbo3/format/rotation.hpp"
-#include "turbo3/ref/quantize.hpp"
+#include "turbo3/ref/storage.hpp"
 #include "turbo3/types.hpp"
 
 namespace turbo3 {
@@ -67,42 +67,21 @@ inline float load_f16(const unsigned char* p) {
   return fp16_to_float(bits);
 }
 
-// Reads one stored row of n values (f32, f16 or turbo3) into doubles. turbo3 values come out in the
-// rotated domain, dequantized exactly as ref::dequantize_row does. Keeps its scratch between rows.
+// Reads one stored row of n values of any storage type into doubles: turbo values come out in the
+// rotated domain, every type exactly as ref::load_row reads it. Keeps its scratch between rows.
 class row_reader {
  public:
-  row_reader(data_type type, int64_t n, codebook cb) : type_(type), n_(n), cb_(cb) {
-    if (type == data_type::turbo3) {
-      blocks_.resize(static_cast<size_t>(n / block_values));
-      values_.resize(static_cast<size_t>(n));
-    }
-  }
+  row_reader(data_type type, int64_t n, codebook cb) : type_(type), n_(n), cb_(cb), values_(static_cast<size_t>(n)) {}
 
   void read(const unsigned char* src, double* dst) {
-    switch (type_) {
-      case data_type::f32:
-        for (int64_t d = 0; d < n_; ++d) {
-          float f;
-          std::memcpy(&f, src + 4 * d, sizeof f);
-          dst[d] = f;
-        }
-        break;
-      case data_type::f16:
-        for (int64_t d = 0; d < n_; ++d) dst[d] = load_f16(src + 2 * d);
-        break;
-      case data_type::turbo3:
-        std::memcpy(blocks_.data(), src, blocks_.size() * block_bytes);  // the row may be unaligned
-        dequantize_row(blocks_.data(), values_.data(), n_, cb_);
-        for (int64_t d = 0; d < n_; ++d) dst[d] = values_[static_cast<size_t>(d)];
-        break;
-    }
+    load_row(type_, src, values_.data(), n_, cb_);
+    for (int64_t d = 0; d < n_; ++d) dst[d] = values_[static_cast<size_t>(d)];
   }
 
  private:
   data_type type_;
   int64_t n_;
   codebook cb_;
-  std::vector<block_turbo3> blocks_;
   std::vector<float> values_;
 };
 
