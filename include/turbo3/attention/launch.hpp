@@ -57,7 +57,10 @@ enum class mma_variant {
 
 struct launch_options {
   kernel_choice kernel = kernel_choice::automatic;
-  int kv_splits = 0;  // VEC split-KV count; 0 chooses from the device's multiprocessor count
+  // Split-KV count of the decode (VEC) and matrix-core prefill (MMA) kernels; 0 chooses from the
+  // device's multiprocessor count (MMA: splits only where the call's work-groups leave the device
+  // partly idle, mma_kv_splits). Capped at each family's maximum and at one split per key tile.
+  int kv_splits = 0;
   vec_variant vec = vec_variant::automatic;
   mma_variant mma = mma_variant::automatic;
   // Optional caller-owned counter memory for the decode kernels that count their splits and hand
@@ -98,23 +101,6 @@ inline status validate_options(const launch_options& opt) {
 inline status validate_call(const attention_params& p, const launch_options& opt) {
   const status s = validate(p);
   return s != status::ok ? s : validate_options(opt);
-}
-
-// Multiprocessor count of a device, read once per device (eagerly, or on first use: the attribute
-// query is not a stream operation, so it is legal under capture too). Where the query fails the
-// count is not kept and 80 is planned with this time (correctness does not depend on it).
-inline int multiprocessor_count(int device) {
-  static platform::per_device_value counts;
-  int v = 0;
-  const bool known = counts.get(device, v, [&](int& count) {
-    const platform::error_scope errors;
-    if (hipDeviceGetAttribute(&count, hipDeviceAttributeMultiprocessorCount, device) != hipSuccess) {
-      errors.clear_own();
-      return false;
-    }
-    return count > 0;
-  });
-  return known ? v : 80;
 }
 
 // Work-groups of a kernel resident per multiprocessor on the current device, or -1 where the
@@ -332,7 +318,7 @@ inline int next_pow2(int x) {
 // The plan of a vec_supported call on `device` (its multiprocessor count and the occupancy of its
 // kernels there).
 inline vec_plan make_vec_plan(const attention_params& p, const launch_options& opt, int device) {
-  const int multiprocessors = multiprocessor_count(device);
+  const int multiprocessors = platform::multiprocessor_count(device);
   vec_plan plan;
   plan.head_dim = static_cast<int>(p.head_dim_v());
   const vec_row_layout l = vec_rows_of(p);
@@ -516,11 +502,14 @@ inline status supported(const attention_params& p, const launch_options& opt = {
 // Bytes of workspace flash_attention will ask the allocator for with these params and options
 // (0 for invalid or unsupported input). VEC: the split-KV partials, O(n_seq * n_head * n_q *
 // splits * D) floats, independent of n_kv beyond the split count (at most 256 splits). TILE:
-// none. MMA: none. Materialize: the dense f16 copies, n_seq * n_head_kv * n_kv * D * 2 bytes per copied view.
+// none. MMA: with a key split, its partial rows, n_seq * n_head * n_q * splits * (D + 8) floats
+// (at most 64 splits); none without. Materialize: the dense f16 copies, n_seq * n_head_kv * n_kv *
+// D * 2 bytes per copied view.
 inline size_t workspace_bytes(const attention_params& p, const launch_options& opt = {}) {
   if (detail::validate_call(p, opt) != status::ok) return 0;
   if (detail::route(p, opt) == kernel_choice::tile) return 0;  // TILE needs no workspace
-  if (detail::route(p, opt) == kernel_choice::mma) return 0;   // nor does MMA
+  if (detail::route(p, opt) == kernel_choice::mma)
+    return detail::mma_workspace_bytes(p, detail::mma_form_of(opt.mma), opt.kv_splits, platform::current_device());
   if (detail::route(p, opt) == kernel_choice::materialize) return detail::materialize_workspace_bytes(p);
   detail::vec_plan plan;
   return detail::routed_vec_plan(p, opt, plan) ? detail::vec_workspace_bytes(plan, opt.counters != nullptr) : 0;
@@ -566,7 +555,7 @@ inline status init(int device) {
     errors.clear_own();
     return status::runtime_error;
   }
-  (void)detail::multiprocessor_count(device);
+  (void)platform::multiprocessor_count(device);
   return status::ok;
 }
 
@@ -579,7 +568,7 @@ status flash_attention(const attention_params& p, Allocator& allocator, hipStrea
   const int device = platform::stream_device(stream);  // routing and planning are for the stream's device
   const kernel_choice kernel = detail::route_on(p, opt, device);
   if (kernel == kernel_choice::mma) {
-    return detail::run_mma(p, detail::mma_form_of(opt.mma), allocator, device, stream);
+    return detail::run_mma(p, detail::mma_form_of(opt.mma), opt.kv_splits, allocator, device, stream);
   }
   if (kernel == kernel_choice::tile || kernel == kernel_choice::materialize)
     return detail::run_prefill(p, allocator, device, stream, kernel == kernel_choice::materialize);

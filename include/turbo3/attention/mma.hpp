@@ -479,6 +479,46 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_plain_fragments(const tile_a
   }
 }
 
+// Key split (tile_args::kv_splits > 1): this warp's rows from its accumulators, unnormalized, to
+// their partial rows of split `split` (natural dimension order), with each row's running maximum
+// and sum (the row's lanes add their shares). Every lane of the warp calls it.
+template <int D, class VL, class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_partial_fragments(const tile_args& a,
+                                                                 const platform::frag_acc (&o_acc)[C::n_tiles_d],
+                                                                 const float (&m_lane)[platform::frag_acc_rows],
+                                                                 const float (&l_lane)[platform::frag_acc_rows],
+                                                                 int warp, int kv_head, int head_group, int q_tile,
+                                                                 int seq, int split) {
+  constexpr int R = platform::frag_acc_rows;
+  const int lane = platform::lane_id();
+  TURBO3_UNROLL
+  for (int rr = 0; rr < R; ++rr) {
+    const float l = platform::frag_row_sum(l_lane[rr]);
+    const tile_row row = tile_row_of(a, warp * 16 + platform::frag_acc_row(2 * rr), kv_head, head_group, q_tile);
+    if (row.query < 0) continue;  // padding row
+    float* const dst = prefill_partial_row(a, D, row, seq, split);
+    TURBO3_UNROLL
+    for (int n = 0; n < C::n_tiles_d; ++n) {
+      // Row slot rr holds elements 2rr, 2rr + 1 and 2rr + 4, 2rr + 5 (mma_store_out_plain_fragments).
+      const int e[4] = {2 * rr, 2 * rr + 1, 2 * rr + 4, 2 * rr + 5};
+      int d[4];
+      TURBO3_UNROLL
+      for (int k = 0; k < 4; ++k) d[k] = n * kv::chunk_values + VL::value_of_slot(platform::frag_acc_col(e[k]));
+      const platform::frag_acc& o = o_acc[n];
+      if constexpr (VL::type == data_type::turbo3) {  // d = 4t + {0, 2, 1, 3}
+        *reinterpret_cast<float4*>(dst + d[0]) = make_float4(o.x[e[0]], o.x[e[2]], o.x[e[1]], o.x[e[3]]);
+      } else {  // d = 2t, 2t + 1, 2t + 8, 2t + 9
+        *reinterpret_cast<float2*>(dst + d[0]) = make_float2(o.x[e[0]], o.x[e[1]]);
+        *reinterpret_cast<float2*>(dst + d[2]) = make_float2(o.x[e[2]], o.x[e[3]]);
+      }
+    }
+    if (lane % 4 == 0) {
+      dst[D] = m_lane[rr];
+      dst[D + 1] = l;
+    }
+  }
+}
+
 // ---- Q prologue and output epilogue ----------------------------------------------------------------
 
 // Where Q row r of a work-group starts in the caller's Q (null for a padding row).
@@ -1126,7 +1166,9 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   TURBO3_UNROLL
   for (int n = 0; n < C::n_tiles_d; ++n) platform::frag_zero(o_acc[n]);
 
-  const int n_tiles = (kv_end + C::keys - 1) / C::keys;
+  // This work-group's key tiles: all of them, or its split's run.
+  const key_tile_range tiles = prefill_key_tiles(a, kv_end, C::keys, blk.split);
+  const int t_begin = tiles.begin, t_end = tiles.end;
   // Staged turbo3 tiles (mma_stage_copy): the raw bytes of the tiles ahead are in flight while
   // the current one is decoded and multiplied, so the decode reads shared memory, not the cache.
   // Any row alignment works: each row sits (its address & 15) bytes into its slot.
@@ -1134,7 +1176,7 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   static_assert(!staged || platform::frag_acc_is_a, "the stages live in the score scratch");
   unsigned char* const stages = smem + C::off_s;
   auto issue_stage = [&](int t) {  // one commit group per tile, empty past the last
-    if (t < n_tiles)
+    if (t < t_end)
       mma_stage_copy<C>(platform::async_destination_of(stages + (t % 2) * C::raw_stage_bytes), a, k_head, v_head,
                         t * C::keys, min(C::keys, kv_end - t * C::keys), tid);
     platform::async_commit();
@@ -1177,23 +1219,24 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   if constexpr (C::double_buffer) {
     // Tile 0 into buffer 0 before the loop; stages: tiles 0 and 1 copied, then 2 once stage 0 is free.
     if (staged) {
-      issue_stage(0);
-      issue_stage(1);
+      issue_stage(t_begin);
+      issue_stage(t_begin + 1);
       platform::async_wait<1>();
     }
     platform::sync_threads();
-    if (n_tiles > 0) fill(0, 0);
+    if (t_begin < t_end) fill(t_begin, t_begin & 1);
     if (staged) platform::async_wait<0>();
     platform::sync_threads();
-    if (staged) issue_stage(2);
+    if (staged) issue_stage(t_begin + 2);
   } else if (staged) {
-    issue_stage(0);
-    issue_stage(1);
+    issue_stage(t_begin);
+    issue_stage(t_begin + 1);
   } else if constexpr (C::prefetch) {
-    if (n_tiles > 0) mma_load_tile<KL, VL, C>(raw, a, k_head, v_head, 0, min(C::keys, kv_end), tid);
+    if (t_begin < t_end)
+      mma_load_tile<KL, VL, C>(raw, a, k_head, v_head, t_begin * C::keys, min(C::keys, kv_end - t_begin * C::keys), tid);
   }
 
-  for (int t = 0; t < n_tiles; ++t) {
+  for (int t = t_begin; t < t_end; ++t) {
     const int j0 = t * C::keys;
     int buf = 0;
     if constexpr (C::double_buffer) {
@@ -1201,7 +1244,7 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
       // The buffer every warp finished with last tile. Half the warps fill it before their
       // multiplies, half after (fill_late), so each scheduler has a warp unpacking beside one
       // multiplying instead of all warps unpacking at once after the barrier.
-      if (!fill_late && t + 1 < n_tiles) fill(t + 1, buf ^ 1);
+      if (!fill_late && t + 1 < t_end) fill(t + 1, buf ^ 1);
     } else if (staged) {
       platform::async_wait<1>();  // this thread's copies of tile t are done (t + 1 may be in flight)
       platform::sync_threads();   // everyone's; and every warp is done with tile t - 1
@@ -1211,7 +1254,7 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
     } else {
       if constexpr (C::prefetch) {
         mma_store_tile<KL, VL, C>(raw, lut, k16, v16, tid);
-        if (t + 1 < n_tiles)
+        if (t + 1 < t_end)
           mma_load_tile<KL, VL, C>(raw, a, k_head, v_head, j0 + C::keys, min(C::keys, kv_end - j0 - C::keys), tid);
       } else {
         fill(t, 0);
@@ -1329,7 +1372,7 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
       }
     }
     if constexpr (C::double_buffer) {
-      if (fill_late && t + 1 < n_tiles) fill(t + 1, buf ^ 1);
+      if (fill_late && t + 1 < t_end) fill(t + 1, buf ^ 1);
     }
     // The K/V tiles and the warps' scratch are rewritten by the next tile (staged: after the barrier
     // that opens it). Double buffered: the next tile's buffer is complete and this one free after
@@ -1347,6 +1390,10 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   // ---- epilogue: sink, normalization, natural order, un-rotation, store ---------------------------
   float lane_factor[R];
   if constexpr (platform::frag_acc_is_a) {
+    if (a.kv_splits > 1) {
+      mma_store_partial_fragments<D, VL, C>(a, o_acc, m_lane, l_lane, warp, kv_head, head_group, q_tile, seq, blk.split);
+      return;
+    }
     TURBO3_UNROLL
     for (int rr = 0; rr < R; ++rr) {
       const tile_row lr = tile_row_of(a, warp * 16 + platform::frag_acc_row(2 * rr), kv_head, head_group, q_tile);
@@ -1356,6 +1403,16 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
     if (a.unrotate_out) mma_store_out_fragments<D, VL, C>(a, o_acc, lane_factor, kv_head, head_group, q_tile, seq, tid);
     else mma_store_out_plain_fragments<D, VL, C>(a, o_acc, lane_factor, kv_head, head_group, q_tile, seq, tid);
     return;
+  } else if (a.kv_splits > 1) {
+    // Unnormalized rows; the row's maximum and sum beside them.
+    if (sm_sub == 0) {
+      row_s[my_row] = 1.0f;
+      if (srow.query >= 0) {
+        float* const tail = prefill_partial_row(a, D, srow, seq, blk.split) + D;
+        tail[0] = m_run;
+        tail[1] = l_run;
+      }
+    }
   } else {
     if (sm_sub == 0) row_s[my_row] = prefill_row_factor(a, srow, m_run, l_run);
   }
@@ -1379,7 +1436,8 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
       }
   }
   platform::sync_threads();
-  mma_store_out<D, C>(a, out_s, kv_head, head_group, q_tile, seq, tid);
+  if (a.kv_splits > 1) prefill_store_partial_rows<D, C::rows, C::threads>(a, out_s, C::ldo, kv_head, head_group, q_tile, seq, blk.split, tid);
+  else mma_store_out<D, C>(a, out_s, kv_head, head_group, q_tile, seq, tid);
 }
 
 // Instantiated for every family's configuration in every device pass; only the configuration of
@@ -1435,28 +1493,36 @@ status launch_mma_family(const tile_args& a, platform::arch_family f, int device
 
 inline int mma_rows(platform::arch_family f, int d) { return 16 * mma_table(f, d).warps; }
 
-// Launches MMA for validated, mma_supported params on `device` (the stream's).
-inline status launch_mma(const attention_params& p, int device, hipStream_t stream) {
+// Launches MMA for validated, mma_supported params on `device` (the stream's), its keys split
+// kv_splits ways (partial: the partial rows' workspace, prefill_partial_bytes) and then merged.
+inline status launch_mma(const attention_params& p, int kv_splits, float* partial, int device, hipStream_t stream) {
   const platform::arch_family f = platform::device_family(device);
   const int d = static_cast<int>(p.head_dim_k());
-  const tile_args a = make_tile_args(p, mma_rows(f, d), p.k.type, p.v.type);
+  tile_args a = make_tile_args(p, mma_rows(f, d), p.k.type, p.v.type);
+  a.kv_splits = kv_splits;
+  a.partial = partial;
   using T3 = kv::turbo3_loader;
   using F16 = kv::f16_loader;
   const bool kt = p.k.type == data_type::turbo3, vt = p.v.type == data_type::turbo3;
+  status s = status::unsupported;
   switch (d) {
     case 128:
-      if (kt && vt) return launch_mma_family<128, T3, T3>(a, f, device, stream);
-      if (kt) return launch_mma_family<128, T3, F16>(a, f, device, stream);
-      if (vt) return launch_mma_family<128, F16, T3>(a, f, device, stream);
-      return launch_mma_family<128, F16, F16>(a, f, device, stream);
+      if (kt && vt) s = launch_mma_family<128, T3, T3>(a, f, device, stream);
+      else if (kt) s = launch_mma_family<128, T3, F16>(a, f, device, stream);
+      else if (vt) s = launch_mma_family<128, F16, T3>(a, f, device, stream);
+      else s = launch_mma_family<128, F16, F16>(a, f, device, stream);
+      break;
     case 256:
-      if (kt && vt) return launch_mma_family<256, T3, T3>(a, f, device, stream);
-      if (kt) return launch_mma_family<256, T3, F16>(a, f, device, stream);
-      if (vt) return launch_mma_family<256, F16, T3>(a, f, device, stream);
-      return launch_mma_family<256, F16, F16>(a, f, device, stream);
+      if (kt && vt) s = launch_mma_family<256, T3, T3>(a, f, device, stream);
+      else if (kt) s = launch_mma_family<256, T3, F16>(a, f, device, stream);
+      else if (vt) s = launch_mma_family<256, F16, T3>(a, f, device, stream);
+      else s = launch_mma_family<256, F16, F16>(a, f, device, stream);
+      break;
     default:
-      return status::unsupported;
+      break;
   }
+  if (s != status::ok || kv_splits <= 1) return s;
+  return launch_prefill_merge(a, d, stream);
 }
 
 }  // namespace detail

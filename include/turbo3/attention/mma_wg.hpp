@@ -132,12 +132,18 @@ struct wg_multiplies {
 };
 
 // The epilogue of warp `warp` (of the warps that multiply; tid its thread among them): sink,
-// normalization, un-rotation when asked, store from the fragments.
+// normalization, un-rotation when asked, store from the fragments; with a key split, the
+// unnormalized partial rows of split `split` instead.
 template <int D, class VL, class C>
 TURBO3_DEVICE TURBO3_FORCEINLINE void wg_store_out(const tile_args& a, platform::frag_acc (&o_acc)[C::n_tiles_d],
                                                    const float (&m_lane)[platform::frag_acc_rows],
                                                    const float (&l_lane)[platform::frag_acc_rows], int warp,
-                                                   int kv_head, int head_group, int q_tile, int seq, int tid) {
+                                                   int kv_head, int head_group, int q_tile, int seq, int split,
+                                                   int tid) {
+  if (a.kv_splits > 1) {
+    mma_store_partial_fragments<D, VL, C>(a, o_acc, m_lane, l_lane, warp, kv_head, head_group, q_tile, seq, split);
+    return;
+  }
   float lane_factor[platform::frag_acc_rows];
   TURBO3_UNROLL
   for (int rr = 0; rr < platform::frag_acc_rows; ++rr) {
@@ -430,7 +436,7 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
   }
   platform::async_wait<0>();
 
-  wg_store_out<D, VL, C>(a, o_acc, m_lane, l_lane, warp, kv_head, head_group, q_tile, seq, tid);
+  wg_store_out<D, VL, C>(a, o_acc, m_lane, l_lane, warp, kv_head, head_group, q_tile, seq, blk.split, tid);
 }
 
 // ---- warp-specialized form: producer warpgroups fill the K/V tiles, two consume them -------------
@@ -496,6 +502,10 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   int kv_end = prefill_kv_end(a, q_tile);
   const char* const k_head = a.k + kv_head * a.k_nb2 + seq * a.k_nb3;
   const char* const v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
+  // Tile t of the loops below is key tile tile0 + t; the fills stop at key_end (kv_end, or the end
+  // of this work-group's key split). Both are set once the mask's windows are known (key_tiles).
+  int tile0 = 0, key_end = kv_end;
+  const bool split_keys = a.kv_splits > 1;
 
   // ---- the producer's fills (thread tid of PT) -----------------------------------------------------
   // turbo3: the raw rows of K or V of tile t into their ring slot, in 16-byte segments from the
@@ -506,7 +516,7 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   auto issue_stage = [&](int t, bool v_side) {
     constexpr int per_pass = FT / C::raw_row_lanes;
     const int seg = ftid % C::raw_row_lanes, row = ftid / C::raw_row_lanes;
-    const int j0 = t * C::keys, n_valid = min(C::keys, kv_end - j0);
+    const int j0 = (tile0 + t) * C::keys, n_valid = min(C::keys, key_end - j0);
     const int64_t nb1 = v_side ? a.v_nb1 : a.k_nb1;
     const char* const view_end = v_side ? a.v_end : a.k_end;
     const char* src = (v_side ? v_head : k_head) + static_cast<int64_t>(j0 + row) * nb1;
@@ -556,7 +566,7 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
     const int piece_lo = wg_piece(key0, 2 * chunk_c, C::keys), piece_hi = wg_piece(key0, 2 * chunk_c + 1, C::keys);
     constexpr int per_thread = C::keys / key_step, batch = C::decode_batch;
     static_assert(per_thread % batch == 0, "whole rounds");
-    const int j0 = t * C::keys, n_valid = min(C::keys, kv_end - j0);
+    const int j0 = (tile0 + t) * C::keys, n_valid = min(C::keys, key_end - j0);
     const char* const st = reinterpret_cast<const char*>(sm.ring_slot(t, v_side));
     const uint32_t step = static_cast<uint32_t>(v_side ? a.v_nb1 : a.k_nb1);
     // A row sits in its own slot row, (its address & 15) bytes in (issue_stage).
@@ -597,7 +607,7 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   // f16: K and V of tile t into buffer b (one commit group); keys past the tile are zeros.
   auto copy_tile = [&](int t, int b) {
     constexpr int per_thread = C::keys * C::pieces / PT;
-    const int j0 = t * C::keys, n_valid = min(C::keys, kv_end - j0);
+    const int j0 = (tile0 + t) * C::keys, n_valid = min(C::keys, key_end - j0);
     const platform::async_destination kd = platform::async_destination_of(sm.k16(b));
     const platform::async_destination vd = platform::async_destination_of(sm.v16(b));
 #pragma unroll 2
@@ -611,15 +621,18 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
     platform::async_commit();
   };
 
-  // The first tiles' copies go out before Q is read (kv_end without the mask).
-  if (producer) {
+  // The first tiles' copies (tiles 0 and 1 for turbo3, 0 for f16). Without a key split they go out
+  // before Q is read (kv_end without the mask); a split's first tile is known once the mask's
+  // windows are (key_tiles).
+  auto first_copies = [&] {
     if constexpr (t3) {
       issue_stage(0, v_role);
       issue_stage(1, v_role);
     } else {
       copy_tile(0, 0);
     }
-  }
+  };
+  if (producer && !split_keys) first_copies();
 
   // ---- setup: Q's runs (every thread) straight to q16, with no staging rows over the K/V buffers;
   // with the rotation the consumers then rotate them there (mma_rotate_q16_pairs_in_place, a whole
@@ -634,13 +647,17 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   auto key_tiles = [&] {
     platform::sync_threads();  // Q's runs are in q16
     if (a.mask) kv_end = mask_visible_ends<C::rows, ALL>(a, kv_head, head_group, q_tile, seq, tid, mask_end_s, window_end);
-    return (kv_end + C::keys - 1) / C::keys;
+    const key_tile_range range = prefill_key_tiles(a, kv_end, C::keys, blk.split);
+    tile0 = range.begin;
+    key_end = min(kv_end, range.end * C::keys);
+    return range.end - range.begin;
   };
 
   if (producer) {
     // ---- producers: tile t into buffer t % 2 once the consumers are done with tile t - 2 -----------
     platform::wg_registers_down<C::producer_registers>();
     const int n_tiles = key_tiles();
+    if (split_keys) first_copies();
     if constexpr (t3) {
       // Each producer warpgroup fills one side: K (warpgroup 0) or V of every tile, from its own
       // ring slots, with its own barrier; the side is a constant of each copy of the loop, so that
@@ -716,7 +733,7 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   // the other's multiplies). Overlapping a warpgroup's own softmax with its P V (two sets of P)
   // spills at the consumers' 224 registers and is slower (docs/performance.md, MMA).
   for (int t = 0; t < n_tiles; ++t) {
-    const int j0 = t * C::keys, b = t & 1;
+    const int j0 = (tile0 + t) * C::keys, b = t & 1;
     frag_acc s_acc[C::n_tiles_k];
     mma_mask_pairs<C::n_tiles_k> mask_pairs;
     const bool prefetched = mask_paired && j0 + C::keys <= a.n_kv;
@@ -741,7 +758,7 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
     if (t + 2 < n_tiles) platform::named_barrier_arrive(C::bar_v_empty + b, full_count);
   }
 
-  wg_store_out<D, L, C>(a, o_acc, m_lane, l_lane, cw, kv_head, head_group, q_tile, seq, ctid);
+  wg_store_out<D, L, C>(a, o_acc, m_lane, l_lane, cw, kv_head, head_group, q_tile, seq, blk.split, ctid);
 }
 
 template <int D, class L, class C, bool MASKED>
@@ -776,45 +793,111 @@ inline bool mma_wg_applies(const attention_params& p, int device) {
 }
 
 template <int D, class L>
-status launch_mma_wg(const attention_params& p, bool specialized, int device, hipStream_t stream) {
+status launch_mma_wg(const attention_params& p, bool specialized, int kv_splits, float* partial, int device,
+                     hipStream_t stream) {
   if (specialized) {
     // turbo3: two producer warpgroups (the decode wants their issue slots: docs/performance.md,
     // MMA); f16: one (it only copies).
     constexpr bool t3 = L::type == data_type::turbo3;
     using C = wg_producer_config<D, t3 ? 2 : 1>;
-    const tile_args a = make_tile_args(p, C::rows, p.k.type, p.v.type);
+    tile_args a = make_tile_args(p, C::rows, p.k.type, p.v.type);
+    a.kv_splits = kv_splits;
+    a.partial = partial;
     // Calls with a mask take an instantiation of their own (the mask read ahead of the
     // multiplies), so that the one without keeps its registers and code (docs/performance.md, MMA).
-    if (a.mask != nullptr)
-      return launch_prefill_grid<&mma_wg_producer_kernel<D, L, C, true>>(a, C::threads, C::smem_bytes, device, stream);
-    return launch_prefill_grid<&mma_wg_producer_kernel<D, L, C, false>>(a, C::threads, C::smem_bytes, device, stream);
+    const status s =
+        a.mask != nullptr
+            ? launch_prefill_grid<&mma_wg_producer_kernel<D, L, C, true>>(a, C::threads, C::smem_bytes, device, stream)
+            : launch_prefill_grid<&mma_wg_producer_kernel<D, L, C, false>>(a, C::threads, C::smem_bytes, device, stream);
+    if (s != status::ok || kv_splits <= 1) return s;
+    return launch_prefill_merge(a, D, stream);
   }
   using C = wg_config<D>;
-  const tile_args a = make_tile_args(p, C::rows, p.k.type, p.v.type);
+  const tile_args a = make_tile_args(p, C::rows, p.k.type, p.v.type);  // no key split (mma_kv_splits)
   return launch_prefill_grid<&mma_wg_kernel<D, L, L, C>>(a, C::threads, C::smem_bytes, device, stream);
 }
 
 // Launches the warpgroup kernel for params mma_wg_applies takes (specialized: the form with a
-// producer warpgroup).
-inline status launch_mma_wg(const attention_params& p, bool specialized, int device, hipStream_t stream) {
-  if (p.k.type == data_type::turbo3) return launch_mma_wg<256, kv::turbo3_loader>(p, specialized, device, stream);
-  return launch_mma_wg<256, kv::f16_loader>(p, specialized, device, stream);
+// producer warpgroup; kv_splits > 1 only there).
+inline status launch_mma_wg(const attention_params& p, bool specialized, int kv_splits, float* partial, int device,
+                            hipStream_t stream) {
+  if (p.k.type == data_type::turbo3)
+    return launch_mma_wg<256, kv::turbo3_loader>(p, specialized, kv_splits, partial, device, stream);
+  return launch_mma_wg<256, kv::f16_loader>(p, specialized, kv_splits, partial, device, stream);
 }
 
 // The MMA kernel a call asks for (launch.hpp's mma_variant with `automatic` resolved).
 enum class mma_form { fragment, warpgroup, warp_specialized };
 
-// The MMA route of flash_attention for validated params (no workspace at all) on `device` (the
-// stream's): a warpgroup form where it applies, else the fragment kernel.
+// How many ways an MMA call on `device` splits each work-group's keys (tile_args::kv_splits):
+// `requested` where it is > 0 (launch_options::kv_splits), else as many as fill the device's
+// work-group slots in one wave (multiprocessors x work-groups resident on each) where the call's
+// own work-groups leave them empty (a verify batch at depth: one per KV head; an engine's 512-query
+// ubatch at D = 256 over 8 KV heads: 64 on 132 SMs), with at least prefill_min_split_tiles key
+// tiles per split. At most prefill_max_kv_splits and one per key tile; the one-tile-at-a-time
+// warpgroup form takes none.
+inline int mma_kv_splits(const attention_params& p, mma_form form, int requested, int device) {
+  int rows = 0, keys = 0, resident = 1;
+  if (form != mma_form::fragment && mma_wg_applies(p, device)) {
+    if (form == mma_form::warpgroup) return 1;
+    rows = wg_config<256>::rows;
+    keys = wg_config<256>::keys;
+  } else {
+    const platform::arch_family f = platform::device_family(device);
+    const int d = static_cast<int>(p.head_dim_k());
+    rows = mma_rows(f, d);
+    keys = mma_table(f, d).keys;
+    resident = mma_table(f, d).resident;
+  }
+  const int64_t gqa = p.n_head() / p.n_head_kv();
+  const int64_t heads_per_block = gqa < rows ? gqa : rows;
+  const int64_t head_groups = (gqa + heads_per_block - 1) / heads_per_block;
+  const int64_t ncols = rows / heads_per_block;
+  const int64_t q_tiles = (p.n_q() + ncols - 1) / ncols;
+  const int64_t blocks = q_tiles * p.n_head_kv() * head_groups;  // per sequence
+  const int64_t key_tiles = (p.n_kv() + keys - 1) / keys;
+  int64_t splits = requested;
+  if (splits <= 0) {
+    const int64_t slots = static_cast<int64_t>(platform::multiprocessor_count(device)) * resident;
+    splits = slots / (blocks * p.n_seq());
+    const int64_t most = key_tiles / prefill_min_split_tiles;
+    splits = splits < most ? splits : most;
+  }
+  if (splits > prefill_max_kv_splits) splits = prefill_max_kv_splits;
+  if (splits > key_tiles) splits = key_tiles;
+  if (splits < 1 || blocks * splits > INT32_MAX) splits = 1;
+  return static_cast<int>(splits);
+}
+
+// The MMA route's workspace: the partial rows of its key splits (none without).
+inline size_t mma_workspace_bytes(const attention_params& p, mma_form form, int requested, int device) {
+  return prefill_partial_bytes(p, mma_kv_splits(p, form, requested, device));
+}
+
+// The MMA route of flash_attention for validated params on `device` (the stream's): a warpgroup
+// form where it applies, else the fragment kernel; the partial rows of a key split from the
+// caller's allocator.
 template <class Allocator>
-status run_mma(const attention_params& p, mma_form form, Allocator& allocator, int device, hipStream_t stream) {
+status run_mma(const attention_params& p, mma_form form, int requested_splits, Allocator& allocator, int device,
+               hipStream_t stream) {
   status s = mma_supported(p);
   if (s != status::ok) return s;
   s = check_capture(allocator, stream);
   if (s != status::ok) return s;
+  const int splits = mma_kv_splits(p, form, requested_splits, device);
+  const size_t bytes = prefill_partial_bytes(p, splits);
+  void* workspace = nullptr;
+  if (bytes > 0) {
+    workspace = allocator.allocate(bytes, stream);
+    if (!workspace) return status::out_of_memory;
+  }
+  float* const partial = static_cast<float*>(align_up(workspace, 16));
   if (form != mma_form::fragment && mma_wg_applies(p, device))
-    return launch_mma_wg(p, form == mma_form::warp_specialized, device, stream);
-  return launch_mma(p, device, stream);
+    s = launch_mma_wg(p, form == mma_form::warp_specialized, splits, partial, device, stream);
+  else
+    s = launch_mma(p, splits, partial, device, stream);
+  if (workspace) allocator.deallocate(workspace, bytes, stream);
+  return s;
 }
 
 }  // namespace detail

@@ -135,6 +135,11 @@ struct tile_args : attention_views {
   int head_groups;  // ceil(gqa / hpb)
   int ncols;        // queries per work-group (rows / hpb)
   int q_tiles;      // ceil(n_q / ncols)
+  // Split over the keys (the MMA kernels): each work-group of a query tile takes one of kv_splits
+  // equal runs of its key tiles and stores unnormalized partial rows (prefill_partial_row) that
+  // the merge kernel combines; 1: no split, the work-group stores its rows itself.
+  int kv_splits;
+  float* partial;   // kv_splits > 1: [seq][head][query][split][D_v + 8] floats
 };
 
 // The TILE arguments of a call. k_was / v_was: the storage type of K and V as the caller gave
@@ -146,6 +151,8 @@ inline tile_args make_tile_args(const attention_params& p, int rows, data_type k
   a.head_groups = (a.gqa + a.hpb - 1) / a.hpb;
   a.ncols = rows / a.hpb;
   a.q_tiles = (a.n_q + a.ncols - 1) / a.ncols;
+  a.kv_splits = 1;
+  a.partial = nullptr;
   return a;
 }
 
@@ -187,13 +194,35 @@ TURBO3_DEVICE TURBO3_FORCEINLINE tile_row tile_row_of(const tile_args& a, int r,
 // one query tile next to each other, so the longest work-groups of all heads start first and the
 // short ones fill in at the end. (Numbered head by head, the last heads' long tiles started last
 // and ran on alone: a schedule 1.5x / 1.2x longer at pp2048 / pp4096, D = 256, 8 KV heads, 132 SMs.)
+// The key splits of one work-group's rows are neighbours too, so they start together.
 struct prefill_block {
-  int q_tile, kv_head, head_group, seq;
+  int q_tile, kv_head, head_group, seq, split;
 };
 TURBO3_DEVICE TURBO3_FORCEINLINE prefill_block prefill_block_of(const tile_args& a) {
   const int heads = a.n_head_kv * a.head_groups;
-  const int i = static_cast<int>(blockIdx.x), h = i % heads;
-  return {a.q_tiles - 1 - i / heads, h / a.head_groups, h % a.head_groups, static_cast<int>(blockIdx.y)};
+  const int block = static_cast<int>(blockIdx.x);
+  const int i = block / a.kv_splits, h = i % heads;
+  return {a.q_tiles - 1 - i / heads, h / a.head_groups, h % a.head_groups, static_cast<int>(blockIdx.y),
+          block % a.kv_splits};
+}
+
+// The key tiles [begin, end) of split `split` among a work-group's tiles of `keys` keys below
+// kv_end: kv_splits runs whose lengths differ by at most one tile.
+struct key_tile_range {
+  int begin, end;
+};
+TURBO3_DEVICE TURBO3_FORCEINLINE key_tile_range prefill_key_tiles(const tile_args& a, int kv_end, int keys, int split) {
+  const int64_t n = (kv_end + keys - 1) / keys;
+  return {static_cast<int>(n * split / a.kv_splits), static_cast<int>(n * (split + 1) / a.kv_splits)};
+}
+
+// The partial row of (query, head, seq) for key split `split`: D_v unnormalized values in natural
+// order (rotated when V is turbo3), then the row's running maximum (base 2) and sum.
+TURBO3_HD constexpr int prefill_partial_pitch(int d) { return d + 8; }  // 16-byte aligned rows
+TURBO3_DEVICE TURBO3_FORCEINLINE float* prefill_partial_row(const tile_args& a, int d, const tile_row& row, int seq,
+                                                           int split) {
+  const int64_t r = (static_cast<int64_t>(seq) * a.n_head + row.head) * a.n_q + row.query;
+  return a.partial + (r * a.kv_splits + split) * prefill_partial_pitch(d);
 }
 
 // The keys a work-group of query tile q_tile can see: with causal, none past its last query's
@@ -331,6 +360,22 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void tile_store_out(const tile_args& a, const f
       if (D % ws != 0 && d >= D) continue;
       store_output(a, dst, d, src[r * ld + d]);
     }
+  }
+}
+
+// Unnormalized output rows from src [ROWS][ld] (float32) to their partial rows of key split
+// `split` (prefill_partial_row); padding rows skipped. The rows' maxima and sums are stored apart.
+template <int D, int ROWS, int THREADS>
+TURBO3_DEVICE TURBO3_FORCEINLINE void prefill_store_partial_rows(const tile_args& a, const float* src, int ld,
+                                                                int kv_head, int head_group, int q_tile, int seq,
+                                                                int split, int tid) {
+  constexpr int ws = platform::warp_size, warps = THREADS / ws;
+  const int warp = tid / ws, lane = tid % ws;
+  for (int r = warp; r < ROWS; r += warps) {
+    const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);
+    if (row.query < 0) continue;
+    float* const dst = prefill_partial_row(a, D, row, seq, split);
+    for (int d = lane; d < D; d += ws) dst[d] = src[r * ld + d];
   }
 }
 
@@ -810,7 +855,7 @@ bool raise_smem_limit(Kernel* kernel, size_t smem_bytes) {
   return false;
 }
 
-// A prefill kernel (TILE or MMA) over its grid: (query tiles x KV heads x head groups) x sequences
+// A prefill kernel (TILE or MMA) over its grid: (query tiles x KV heads x head groups x key splits) x sequences
 // (prefill_block_of), its shared-memory limit raised on its first launch on `device` (the
 // stream's; smem_bytes: the kernel's one size). A refused raise is not kept: runtime_error now, and
 // the next call tries again.
@@ -827,8 +872,107 @@ status launch_prefill_grid(const tile_args& a, int threads, size_t smem_bytes, i
     if (!ok) return status::runtime_error;
   }
   const platform::error_scope errors;
-  const dim3 grid(static_cast<unsigned>(a.q_tiles * a.n_head_kv * a.head_groups), static_cast<unsigned>(a.n_seq));
+  const dim3 grid(static_cast<unsigned>(a.q_tiles * a.n_head_kv * a.head_groups * a.kv_splits),
+                  static_cast<unsigned>(a.n_seq));
   Kernel<<<grid, threads, smem_bytes, stream>>>(a);
+  return errors.launches_ok() ? status::ok : status::runtime_error;
+}
+
+// ---- key splits: the merge --------------------------------------------------------------------------
+// Splits of one work-group's keys (tile_args::kv_splits) past which a call's partial rows cost
+// more than the parallelism they buy; and the fewest key tiles a split takes.
+inline constexpr int prefill_max_kv_splits = 64;
+inline constexpr int prefill_min_split_tiles = 4;
+inline constexpr int prefill_merge_threads = 128;
+
+// Workspace of a split call: its partial rows, from the workspace's first 16-byte boundary.
+inline size_t prefill_partial_bytes(const attention_params& p, int kv_splits) {
+  if (kv_splits <= 1) return 0;
+  const size_t rows = static_cast<size_t>(p.n_seq()) * static_cast<size_t>(p.n_head()) * static_cast<size_t>(p.n_q());
+  return 15 + rows * static_cast<size_t>(kv_splits) * prefill_partial_pitch(static_cast<int>(p.head_dim_v())) *
+                  sizeof(float);
+}
+
+// Merges the key splits of each output row: 32 lanes per row (rows = seq, head, query in the
+// partials' order), lane l holding values 4 l .. 4 l + 3 of each 128-value group: the splits'
+// weights from their maxima, the sink, normalization, un-rotation (rotate_group_warp32, no shared
+// memory for the values) and the store in the caller's layout.
+template <int D>
+TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(prefill_merge_threads) prefill_merge_kernel(tile_args a) {
+  constexpr int row_lanes = 32, rows_per_block = prefill_merge_threads / row_lanes, groups = D / block_values;
+  static_assert(D % block_values == 0, "whole 128-value groups");
+  __shared__ float weight_s[rows_per_block][prefill_max_kv_splits];
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % row_lanes, slot = tid / row_lanes;
+  const int64_t rows = static_cast<int64_t>(a.n_seq) * a.n_head * a.n_q;
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * rows_per_block + slot;
+  const bool active = r < rows;
+  const int64_t rr = active ? r : 0;
+  const int query = static_cast<int>(rr % a.n_q), head = static_cast<int>(rr / a.n_q % a.n_head);
+  const int seq = static_cast<int>(rr / a.n_q / a.n_head);
+  const int n = a.kv_splits;
+  constexpr int pitch = prefill_partial_pitch(D);
+  const float* const first = a.partial + rr * n * pitch;
+  auto group_max = [](float v) {
+    for (int o = row_lanes / 2; o > 0; o /= 2) v = fmaxf(v, platform::shfl_xor(v, o));
+    return v;
+  };
+  auto group_sum = [](float v) {
+    for (int o = row_lanes / 2; o > 0; o /= 2) v += platform::shfl_xor(v, o);
+    return v;
+  };
+  float m = -INFINITY;
+  for (int s = lane; s < n; s += row_lanes) m = fmaxf(m, first[s * pitch + D]);
+  m = group_max(m);
+  const float sink = a.sinks && active ? a.sinks[head] * log2e : -INFINITY;
+  const float m_all = fmaxf(m, sink);
+  float l = 0.0f;
+  for (int s = lane; s < n; s += row_lanes) {
+    const float ms = first[s * pitch + D];
+    const float w = ms == -INFINITY ? 0.0f : platform::exp2_fast(ms - m_all);
+    weight_s[slot][s] = w;
+    l += w * first[s * pitch + D + 1];
+  }
+  l = group_sum(l);
+  const float sum = l + (sink != -INFINITY && m_all != -INFINITY ? platform::exp2_fast(sink - m_all) : 0.0f);
+  // A row that saw no key is 0, sink or not (prefill_row_factor).
+  const float inv = m == -INFINITY || !(sum > 0.0f) ? 0.0f : 1.0f / sum;
+  platform::sync_threads();  // the weights
+  float u[groups][4];
+  TURBO3_UNROLL
+  for (int g = 0; g < groups; ++g)
+    TURBO3_UNROLL
+    for (int e = 0; e < 4; ++e) u[g][e] = 0.0f;
+  for (int s = 0; s < n; ++s) {
+    const float w = weight_s[slot][s];
+    TURBO3_UNROLL
+    for (int g = 0; g < groups; ++g) {
+      const float4 v = *reinterpret_cast<const float4*>(first + s * pitch + g * block_values + 4 * lane);
+      u[g][0] += w * v.x, u[g][1] += w * v.y, u[g][2] += w * v.z, u[g][3] += w * v.w;
+    }
+  }
+  TURBO3_UNROLL
+  for (int g = 0; g < groups; ++g) {
+    TURBO3_UNROLL
+    for (int e = 0; e < 4; ++e) u[g][e] *= inv;
+    if (a.unrotate_out) rotate_group_warp32<true>(u[g], lane);
+  }
+  if (!active) return;
+  char* const out = output_row(a, query, head, seq);
+  TURBO3_UNROLL
+  for (int g = 0; g < groups; ++g)
+    TURBO3_UNROLL
+    for (int e = 0; e < 4; ++e) store_output(a, out, g * block_values + 4 * lane + e, u[g][e]);
+}
+
+// The merge of a split call (a.kv_splits > 1), after its prefill kernel on the same stream.
+inline status launch_prefill_merge(const tile_args& a, int d_v, hipStream_t stream) {
+  const int64_t rows = static_cast<int64_t>(a.n_seq) * a.n_head * a.n_q;
+  constexpr int rows_per_block = prefill_merge_threads / 32;
+  const dim3 grid(static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block));
+  const platform::error_scope errors;
+  if (d_v == 128) prefill_merge_kernel<128><<<grid, prefill_merge_threads, 0, stream>>>(a);
+  else if (d_v == 256) prefill_merge_kernel<256><<<grid, prefill_merge_threads, 0, stream>>>(a);
+  else return status::unsupported;
   return errors.launches_ok() ? status::ok : status::runtime_error;
 }
 

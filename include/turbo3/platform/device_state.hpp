@@ -7,6 +7,7 @@
 //   current_device, stream_device, device_guard
 //                         which device a call is for; making a device current for a while
 //   relaxed_capture_mode  this thread's capture interaction mode relaxed for one runtime call
+//   multiprocessor_count  a device's multiprocessors (compute units), read once per device
 #pragma once
 
 #include <atomic>
@@ -211,6 +212,23 @@ class relaxed_capture_mode {
   hipStreamCaptureMode mode_ = hipStreamCaptureModeRelaxed;  // the caller's mode after the exchange
   bool ok_ = false;
 };
+
+// Multiprocessor count of a device, read once per device (eagerly, or on first use: the attribute
+// query is not a stream operation, so it is legal under capture too). Where the query fails the
+// count is not kept and 80 is planned with this time (correctness does not depend on it).
+inline int multiprocessor_count(int device) {
+  static per_device_value counts;
+  int v = 0;
+  const bool known = counts.get(device, v, [&](int& count) {
+    const error_scope errors;
+    if (hipDeviceGetAttribute(&count, hipDeviceAttributeMultiprocessorCount, device) != hipSuccess) {
+      errors.clear_own();
+      return false;
+    }
+    return count > 0;
+  });
+  return known ? v : 80;
+}
 
 #endif  // TURBO3_HAS_RUNTIME
 
