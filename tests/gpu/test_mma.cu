@@ -55,7 +55,7 @@ void run_case(const attention_case& c, std::mt19937_64& rng) {
   INFO(c.describe());
   for (mma_variant variant :
        {mma_variant::automatic, mma_variant::fragment, mma_variant::warpgroup, mma_variant::warp_specialized}) {
-    if (variant != mma_variant::automatic && c.head_dim != 256) continue;
+    if (variant != mma_variant::automatic && c.head_dim != 128 && c.head_dim != 256) continue;
     INFO("mma variant " << (variant == mma_variant::fragment           ? "fragment"
                             : variant == mma_variant::warpgroup        ? "warpgroup"
                             : variant == mma_variant::warp_specialized ? "warp-specialized"

@@ -38,7 +38,7 @@ void run_splits(const attention_case& c, std::initializer_list<int> splits, std:
   attention_problem prob(c, rng);
   INFO(c.describe());
   for (mma_variant variant : {mma_variant::automatic, mma_variant::fragment, mma_variant::warp_specialized}) {
-    if (variant != mma_variant::automatic && c.head_dim != 256) continue;
+    if (variant != mma_variant::automatic && c.head_dim != 128 && c.head_dim != 256) continue;
     for (int s : splits) {
       INFO("mma " << variant_name(variant) << ", kv_splits " << s);
       launch_options opt;

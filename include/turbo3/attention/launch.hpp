@@ -49,7 +49,7 @@ enum class mma_variant {
   fragment,   // 16x16x16 fragment multiplies (every matrix-core target)
   warpgroup,  // warpgroup multiplies from shared memory, two warpgroups that fill the K/V tiles and
               // multiply (NVIDIA sm_90 in builds for sm_90a that define TURBO3_WARPGROUP_MMA_BUILT;
-              // D 256, K and V both f16 or both turbo3)
+              // D 128 or 256, K and V both f16 or both turbo3)
   warp_specialized,  // warpgroup multiplies with producer warpgroups (two for turbo3, one for f16)
                      // that fill the K/V tiles while two others only multiply and run the softmax
                      // (same coverage)

@@ -1,4 +1,4 @@
-// MMA on warpgroup multiplies (NVIDIA sm_90a, D = 256, K and V both f16 or both turbo3): the MMA
+// MMA on warpgroup multiplies (NVIDIA sm_90a, D = 128 or 256, K and V both f16 or both turbo3): the MMA
 // kernel's structure with Q K^T and P V issued as asynchronous 64 x 64 x 16 multiplies that read
 // their shared-memory operands themselves (platform/warpgroup_mma.hpp), so the warps spend their
 // issue slots on the turbo3 unpack and the softmax instead of on fragment loads and multiplies.
@@ -72,7 +72,7 @@ struct wg_config {
   static constexpr size_t max2(size_t x, size_t y) { return x > y ? x : y; }
   // + 1 KB so that the tiles can start on a 1024-byte boundary (swizzle atoms).
   static constexpr size_t smem_bytes = max2(off_row + sizeof(int) * rows, off_k + q_stage_bytes) + 1024;
-  static_assert(D == 256, "warpgroup MMA covers D = 256");
+  static_assert(D == 128 || D == 256, "warpgroup MMA covers D = 128 and 256");
   static_assert(q_bytes % 1024 == 0 && kv_bytes % 1024 == 0 && raw_stage_bytes % 1024 == 0, "aligned regions");
   static_assert(smem_bytes <= 232448, "more than 227 KB of shared memory");
   static_assert((keys * chunks) % threads == 0 && (keys * pieces) % threads == 0, "whole items per thread");
@@ -789,7 +789,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, 1) mma_wg_kernel(ti
 
 // Whether the warpgroup kernel takes these (validated, mma_supported) params on `device`.
 inline bool mma_wg_applies(const attention_params& p, int device) {
-  return platform::warpgroup_mma_available(device) && p.head_dim_k() == 256 && p.k.type == p.v.type;
+  const int64_t d = p.head_dim_k();
+  return platform::warpgroup_mma_available(device) && (d == 128 || d == 256) && p.k.type == p.v.type;
 }
 
 template <int D, class L>
@@ -821,8 +822,12 @@ status launch_mma_wg(const attention_params& p, bool specialized, int kv_splits,
 // producer warpgroup; kv_splits > 1 only there).
 inline status launch_mma_wg(const attention_params& p, bool specialized, int kv_splits, float* partial, int device,
                             hipStream_t stream) {
-  if (p.k.type == data_type::turbo3)
-    return launch_mma_wg<256, kv::turbo3_loader>(p, specialized, kv_splits, partial, device, stream);
+  const bool t3 = p.k.type == data_type::turbo3;
+  if (p.head_dim_k() == 128) {
+    if (t3) return launch_mma_wg<128, kv::turbo3_loader>(p, specialized, kv_splits, partial, device, stream);
+    return launch_mma_wg<128, kv::f16_loader>(p, specialized, kv_splits, partial, device, stream);
+  }
+  if (t3) return launch_mma_wg<256, kv::turbo3_loader>(p, specialized, kv_splits, partial, device, stream);
   return launch_mma_wg<256, kv::f16_loader>(p, specialized, kv_splits, partial, device, stream);
 }
 
@@ -840,8 +845,10 @@ inline int mma_kv_splits(const attention_params& p, mma_form form, int requested
   int rows = 0, keys = 0, resident = 1;
   if (form != mma_form::fragment && mma_wg_applies(p, device)) {
     if (form == mma_form::warpgroup) return 1;
-    rows = wg_config<256>::rows;
+    rows = wg_config<256>::rows;  // the same at D = 128
     keys = wg_config<256>::keys;
+    static_assert(wg_config<128>::rows == wg_config<256>::rows && wg_config<128>::keys == wg_config<256>::keys,
+                  "one work-group shape for both head dims");
   } else {
     const platform::arch_family f = platform::device_family(device);
     const int d = static_cast<int>(p.head_dim_k());
