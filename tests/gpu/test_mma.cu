@@ -448,7 +448,7 @@ TEST_CASE("routing: MMA by default where the family runs it, forced anywhere; no
   attention_problem prob(c, rng);
   const attention_params p = prob.device_params();
   CHECK(workspace_bytes(p, forced(kernel_choice::mma)) == 0);
-  CHECK((detail::route(p, launch_options{}) == kernel_choice::mma) ==
+  CHECK((turbo3::route(p, launch_options{}) == kernel_choice::mma) ==
         detail::mma_by_default(platform::current_device_family()));
   prob.poison_output();
   arena_allocator none;  // an empty arena: any allocation would fail

@@ -1,5 +1,5 @@
 // The MMA prefill kernels with their keys split over several work-groups and merged
-// (launch_options::kv_splits, tile_args::kv_splits) against ref::attention on identical quantized
+// (launch_options::kv_splits, prefill_args::kv_splits) against ref::attention on identical quantized
 // bytes, limit NMSE 1e-5: forced split counts (including more splits than key tiles and splits
 // left empty by a causal window or a mask) over both head dims, every K/V pair, masks, causal,
 // sinks, ALiBi, softcap, both rotation modes, the permuted output; every MMA form; the split the

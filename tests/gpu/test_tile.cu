@@ -229,7 +229,7 @@ TEST_CASE("routing: n_q <= 2 to VEC, else MMA (NVIDIA) or TILE; workspace_bytes 
   c.mask = true;
   attention_problem prob(c, rng);
   const attention_params p = prob.device_params();
-  const kernel_choice automatic = detail::route(p, launch_options{});
+  const kernel_choice automatic = turbo3::route(p, launch_options{});
   CHECK(automatic == (detail::mma_by_default(platform::current_device_family()) ? kernel_choice::mma : kernel_choice::tile));
   CHECK(workspace_bytes(p) == 0);  // automatic: MMA or TILE, no temporaries
   CHECK(workspace_bytes(p, forced(kernel_choice::tile)) == 0);
@@ -250,7 +250,7 @@ TEST_CASE("routing: n_q <= 2 to VEC, else MMA (NVIDIA) or TILE; workspace_bytes 
   d64.head_dim = 64;
   d64.k_type = d64.v_type = data_type::f16;
   attention_problem prob64(d64, rng);
-  CHECK(detail::route(prob64.device_params(), launch_options{}) == kernel_choice::tile);
+  CHECK(turbo3::route(prob64.device_params(), launch_options{}) == kernel_choice::tile);
   prob64.poison_output();
   REQUIRE(flash_attention(prob64.device_params(), none, nullptr) == status::ok);
   TURBO3_CHECK_HIP(hipDeviceSynchronize());

@@ -4,7 +4,7 @@
 // issue slots on the turbo3 unpack and the softmax instead of on fragment loads and multiplies.
 //
 // One work-group: two warpgroups of four warps, 128 rows (a row is one (query, query head) pair,
-// stacked as in TILE and MMA: tile_row_of); warp w owns rows 16 w .. 16 w + 15, its warpgroup's 64
+// stacked as in TILE and MMA: prefill_row_of); warp w owns rows 16 w .. 16 w + 15, its warpgroup's 64
 // rows are the M of its multiplies. Shared memory, all f16 tiles in the 128-byte-swizzled layout
 // of wg_piece (64-column panels of 128-byte rows):
 //   Q [128 rows][D] (K's slot order, prescaled, rotated when asked: mma_load_q),
@@ -27,7 +27,7 @@
 // The warp-specialized form (mma_wg_producer_body, below) gives the filling to warpgroups of its
 // own (two for turbo3, one for f16): the two that multiply never decode or copy, and the producers
 // run up to a buffer ahead of them. Taken by default for every call the warpgroup kernels cover
-// (launch.hpp's mma_form_of): it is the faster form for both types, causal and masked
+// (mma_launch.hpp's resolved_mma_variant): it is the faster form for both types, causal and masked
 // (docs/performance.md, MMA).
 #pragma once
 
@@ -135,7 +135,7 @@ struct wg_multiplies {
 // normalization, un-rotation when asked, store from the fragments; with a key split, the
 // unnormalized partial rows of split `split` instead.
 template <int D, class VL, class C>
-TURBO3_DEVICE TURBO3_FORCEINLINE void wg_store_out(const tile_args& a, platform::frag_acc (&o_acc)[C::n_tiles_d],
+TURBO3_DEVICE TURBO3_FORCEINLINE void wg_store_out(const prefill_args& a, platform::frag_acc (&o_acc)[C::n_tiles_d],
                                                    const float (&m_lane)[platform::frag_acc_rows],
                                                    const float (&l_lane)[platform::frag_acc_rows], int warp,
                                                    int kv_head, int head_group, int q_tile, int seq, int split,
@@ -147,7 +147,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void wg_store_out(const tile_args& a, platform:
   float lane_factor[platform::frag_acc_rows];
   TURBO3_UNROLL
   for (int rr = 0; rr < platform::frag_acc_rows; ++rr) {
-    const tile_row lr = tile_row_of(a, warp * 16 + platform::frag_acc_row(2 * rr), kv_head, head_group, q_tile);
+    const prefill_row lr = prefill_row_of(a, warp * 16 + platform::frag_acc_row(2 * rr), kv_head, head_group, q_tile);
     lane_factor[rr] = prefill_row_factor(a, lr, m_lane[rr], platform::frag_row_sum(l_lane[rr]));
   }
   if (a.unrotate_out) mma_store_out_fragments<D, VL, C>(a, o_acc, lane_factor, kv_head, head_group, q_tile, seq, tid);
@@ -185,7 +185,7 @@ struct wg_smem {
 };
 
 template <int D, class KL, class VL, class C>
-TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
+TURBO3_DEVICE void mma_wg_body(const prefill_args& a) {
   using platform::frag_a;
   using platform::frag_acc;
   constexpr bool t3 = KL::type == data_type::turbo3;
@@ -309,9 +309,9 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
   platform::sync_threads();  // the staging rows are reused by the K/V tiles
 
   // ---- each row's window (causal; mask: mask_visible_ends) ----------------------------------------
-  auto window_end = [&](const tile_row& row) { return prefill_window_end(a, row, kv_end); };
+  auto window_end = [&](const prefill_row& row) { return prefill_window_end(a, row, kv_end); };
   if (a.mask) kv_end = mask_visible_ends<C::rows, C::threads>(a, kv_head, head_group, q_tile, seq, tid, mask_end_s, window_end);
-  auto row_window_end = [&](const tile_row& row, int r) {
+  auto row_window_end = [&](const prefill_row& row, int r) {
     return a.mask ? min(window_end(row), mask_visible_end_of(a, mask_end_s, r)) : window_end(row);
   };
   constexpr int R = platform::frag_acc_rows;
@@ -479,7 +479,7 @@ struct wg_producer_config : wg_config<D> {
 // MASKED: the instantiation for calls with a mask (the consumers read each whole tile's mask
 // values ahead of its multiplies); the other is launched without one (mma_wg_producer_kernel).
 template <int D, class L, class C, bool MASKED>
-TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
+TURBO3_DEVICE void mma_wg_producer_body(const prefill_args& a) {
   using platform::frag_a;
   using platform::frag_acc;
   constexpr bool t3 = L::type == data_type::turbo3;
@@ -643,7 +643,7 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   platform::shared_writes_to_async();
   // Each row's window (with a mask, every thread reads mask rows), and the number of key tiles.
   // Called in each role's own branch, so that no code runs under both register shares.
-  auto window_end = [&](const tile_row& row) { return prefill_window_end(a, row, kv_end); };
+  auto window_end = [&](const prefill_row& row) { return prefill_window_end(a, row, kv_end); };
   auto key_tiles = [&] {
     platform::sync_threads();  // Q's runs are in q16
     if (a.mask) kv_end = mask_visible_ends<C::rows, ALL>(a, kv_head, head_group, q_tile, seq, tid, mask_end_s, window_end);
@@ -715,7 +715,7 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
     platform::shared_writes_to_async();
     platform::named_barrier_sync(C::bar_consumers, ALL - PT);
   }
-  auto row_window_end = [&](const tile_row& row, int r) {
+  auto row_window_end = [&](const prefill_row& row, int r) {
     return a.mask ? min(window_end(row), mask_visible_end_of(a, mask_end_s, r)) : window_end(row);
   };
   constexpr int R = platform::frag_acc_rows;
@@ -762,7 +762,7 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
 }
 
 template <int D, class L, class C, bool MASKED>
-TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, 1) mma_wg_producer_kernel(tile_args a) {
+TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, 1) mma_wg_producer_kernel(prefill_args a) {
   if constexpr (platform::has_warpgroup_mma) {
     // Launched only without a mask: the mask's code compiles out (docs/performance.md, MMA).
     if constexpr (!MASKED) a.mask = nullptr;
@@ -775,7 +775,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, 1) mma_wg_producer_
 }
 
 template <int D, class KL, class VL, class C>
-TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, 1) mma_wg_kernel(tile_args a) {
+TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, 1) mma_wg_kernel(prefill_args a) {
   if constexpr (platform::has_warpgroup_mma) {
     mma_wg_body<D, KL, VL, C>(a);
   } else {
@@ -801,7 +801,7 @@ status launch_mma_wg(const attention_params& p, bool specialized, int kv_splits,
     // MMA); f16: one (it only copies).
     constexpr bool t3 = L::type == data_type::turbo3;
     using C = wg_producer_config<D, t3 ? 2 : 1>;
-    tile_args a = make_tile_args(p, C::rows, p.k.type, p.v.type);
+    prefill_args a = make_prefill_args(p, C::rows, p.k.type, p.v.type);
     a.kv_splits = kv_splits;
     a.partial = partial;
     // Calls with a mask take an instantiation of their own (the mask read ahead of the
@@ -814,7 +814,7 @@ status launch_mma_wg(const attention_params& p, bool specialized, int kv_splits,
     return launch_prefill_merge(a, D, stream);
   }
   using C = wg_config<D>;
-  const tile_args a = make_tile_args(p, C::rows, p.k.type, p.v.type);  // no key split (mma_kv_splits)
+  const prefill_args a = make_prefill_args(p, C::rows, p.k.type, p.v.type);  // no key split (mma_kv_splits)
   return launch_prefill_grid<&mma_wg_kernel<D, L, L, C>>(a, C::threads, C::smem_bytes, device, stream);
 }
 
@@ -829,82 +829,6 @@ inline status launch_mma_wg(const attention_params& p, bool specialized, int kv_
   }
   if (t3) return launch_mma_wg<256, kv::turbo3_loader>(p, specialized, kv_splits, partial, device, stream);
   return launch_mma_wg<256, kv::f16_loader>(p, specialized, kv_splits, partial, device, stream);
-}
-
-// The MMA kernel a call asks for (launch.hpp's mma_variant with `automatic` resolved).
-enum class mma_form { fragment, warpgroup, warp_specialized };
-
-// How many ways an MMA call on `device` splits each work-group's keys (tile_args::kv_splits):
-// `requested` where it is > 0 (launch_options::kv_splits), else as many as fill the device's
-// work-group slots in one wave (multiprocessors x work-groups resident on each) where the call's
-// own work-groups leave them empty (a verify batch at depth: one per KV head; an engine's 512-query
-// ubatch at D = 256 over 8 KV heads: 64 on 132 SMs), with at least prefill_min_split_tiles key
-// tiles per split. At most prefill_max_kv_splits and one per key tile; the one-tile-at-a-time
-// warpgroup form takes none.
-inline int mma_kv_splits(const attention_params& p, mma_form form, int requested, int device) {
-  int rows = 0, keys = 0, resident = 1;
-  if (form != mma_form::fragment && mma_wg_applies(p, device)) {
-    if (form == mma_form::warpgroup) return 1;
-    rows = wg_config<256>::rows;  // the same at D = 128
-    keys = wg_config<256>::keys;
-    static_assert(wg_config<128>::rows == wg_config<256>::rows && wg_config<128>::keys == wg_config<256>::keys,
-                  "one work-group shape for both head dims");
-  } else {
-    const platform::arch_family f = platform::device_family(device);
-    const int d = static_cast<int>(p.head_dim_k());
-    rows = mma_rows(f, d);
-    keys = mma_table(f, d).keys;
-    resident = mma_table(f, d).resident;
-  }
-  const int64_t gqa = p.n_head() / p.n_head_kv();
-  const int64_t heads_per_block = gqa < rows ? gqa : rows;
-  const int64_t head_groups = (gqa + heads_per_block - 1) / heads_per_block;
-  const int64_t ncols = rows / heads_per_block;
-  const int64_t q_tiles = (p.n_q() + ncols - 1) / ncols;
-  const int64_t blocks = q_tiles * p.n_head_kv() * head_groups;  // per sequence
-  const int64_t key_tiles = (p.n_kv() + keys - 1) / keys;
-  int64_t splits = requested;
-  if (splits <= 0) {
-    const int64_t slots = static_cast<int64_t>(platform::multiprocessor_count(device)) * resident;
-    splits = slots / (blocks * p.n_seq());
-    const int64_t most = key_tiles / prefill_min_split_tiles;
-    splits = splits < most ? splits : most;
-  }
-  if (splits > prefill_max_kv_splits) splits = prefill_max_kv_splits;
-  if (splits > key_tiles) splits = key_tiles;
-  if (splits < 1 || blocks * splits > INT32_MAX) splits = 1;
-  return static_cast<int>(splits);
-}
-
-// The MMA route's workspace: the partial rows of its key splits (none without).
-inline size_t mma_workspace_bytes(const attention_params& p, mma_form form, int requested, int device) {
-  return prefill_partial_bytes(p, mma_kv_splits(p, form, requested, device));
-}
-
-// The MMA route of flash_attention for validated params on `device` (the stream's): a warpgroup
-// form where it applies, else the fragment kernel; the partial rows of a key split from the
-// caller's allocator.
-template <class Allocator>
-status run_mma(const attention_params& p, mma_form form, int requested_splits, Allocator& allocator, int device,
-               hipStream_t stream) {
-  status s = mma_supported(p);
-  if (s != status::ok) return s;
-  s = check_capture(allocator, stream);
-  if (s != status::ok) return s;
-  const int splits = mma_kv_splits(p, form, requested_splits, device);
-  const size_t bytes = prefill_partial_bytes(p, splits);
-  void* workspace = nullptr;
-  if (bytes > 0) {
-    workspace = allocator.allocate(bytes, stream);
-    if (!workspace) return status::out_of_memory;
-  }
-  float* const partial = static_cast<float*>(align_up(workspace, 16));
-  if (form != mma_form::fragment && mma_wg_applies(p, device))
-    s = launch_mma_wg(p, form == mma_form::warp_specialized, splits, partial, device, stream);
-  else
-    s = launch_mma(p, splits, partial, device, stream);
-  if (workspace) allocator.deallocate(workspace, bytes, stream);
-  return s;
 }
 
 }  // namespace detail

@@ -20,7 +20,7 @@
 // key's chunk decoded row-major (fp16 pairs of adjacent slots, as for K) is the A operand of
 // O'^T = A B, where A[m][2j + e] = V[key j][pair m][e] and B[2j + e][(r, e')] = p[r][j] * norm
 // when e = e' (0 otherwise), so that O'^T[m][(r, e')] = O[r][pair m][e']: the 8 columns hold 4
-// query rows, a column block per 4 rows (VCB). Lane (g, t) decodes chunk g of every block for
+// query rows, a column block per 4 rows (COL_BLOCKS). Lane (g, t) decodes chunk g of every block for
 // keys 2t, 2t + 1, 2t + 8, 2t + 9 (value_key); m-tile (b, kk) rows g and g + 8 are pairs kk and
 // kk + 4 of chunk g of block b. Transposing V instead (pairs across two keys, as the values' K
 // index runs along keys) takes a fifth more byte permutes and twice the accumulators, and is
@@ -82,7 +82,7 @@ TURBO3_HD inline int vec_head_row_unit(int64_t k_nb1, int64_t v_nb1, const void*
 
 template <int D, int WARPS = 4>
 struct vec_warp_config {
-  static constexpr int NR = vec_warp_rows;
+  static constexpr int ROWS = vec_warp_rows;
   static constexpr int blocks = D / block_values;
   static constexpr int group = 16;   // keys per warp step: the score fragment's M, the value fragment's K
   static constexpr int stages = 3;   // shared-memory ring per warp: stages - 1 groups in flight
@@ -131,7 +131,7 @@ struct vec_warp_config {
   // loads of rows g and g + 1 fall on different banks).
   static constexpr int q_pitch = D + 4;
   // ... and after them each (row, 128-value group)'s largest magnitude, for the integer Q operand.
-  static constexpr int query_bytes = (NR * q_pitch + NR * blocks) * 4;
+  static constexpr int query_bytes = (ROWS * q_pitch + ROWS * blocks) * 4;
   static_assert(query_bytes <= (stages - 1) * ring_stride, "Q fits in the ring's later slots");
   // After its last group a warp writes its rows (D values, then the maximum and the sum) into its
   // own ring slots, merge_rows_per_slot rows of merge_pitch floats (16-byte aligned) per slot.
@@ -158,7 +158,7 @@ struct vec_warp_config {
   static_assert(vec_warp_split_keys(n_warps) == group * n_warps, "a split unit is one group per warp");
 };
 
-// The work-group's Q rows, prescaled and rotated (turbo3 K), into q_nat [NR][q_pitch] in natural
+// The work-group's Q rows, prescaled and rotated (turbo3 K), into q_nat [ROWS][q_pitch] in natural
 // order, padding rows zero: a warp per 128-value group, 4 values per lane. load() issues the
 // global loads (the kernel calls it first, so they are not queued behind its first copies);
 // store() rotates in registers and shuffles (rotate_group_warp32), writes the rows to shared
@@ -167,7 +167,7 @@ struct vec_warp_config {
 // 1 us later (docs/performance.md, decode).
 template <class C>
 struct warp_queries {
-  static constexpr int items = C::NR * C::blocks;
+  static constexpr int items = C::ROWS * C::blocks;
   static constexpr int per_warp = (items + C::n_warps - 1) / C::n_warps;  // groups per warp
   uint32_t raw[per_warp][4];  // as loaded: fp16 or fp32 bits
   bool on[per_warp];
@@ -210,7 +210,7 @@ struct warp_queries {
         float m = fmaxf(fmaxf(fabsf(u[0]), fabsf(u[1])), fmaxf(fabsf(u[2]), fabsf(u[3])));
         TURBO3_UNROLL
         for (int o = 1; o < 32; o *= 2) m = fmaxf(m, platform::shfl_xor(m, o));
-        if (item < items && lane == 0) q_nat[C::NR * C::q_pitch + item] = m;  // item = r * blocks + b
+        if (item < items && lane == 0) q_nat[C::ROWS * C::q_pitch + item] = m;  // item = r * blocks + b
       }
     }
     platform::sync_threads();
@@ -225,14 +225,14 @@ struct warp_queries {
 // partial unit is read alone and zero-filled); 2: rows are copied in 2-byte units with ordinary
 // loads (correct for any layout, but not overlapped).
 // MASKED: the call has a mask (a separate instantiation keeps the common unmasked softmax free of
-// mask loads and their branches). VCB: the value side's column blocks of 4 query rows, 1 where the
+// mask loads and their branches). COL_BLOCKS: the value side's column blocks of 4 query rows, 1 where the
 // work-group has at most 4 rows (half the accumulators and value multiplies of 2). WARPS: 4 or 6
 // (vec_warp_warps). Shared memory is dynamic, C::smem_bytes (64.5 KB with 6 warps at D = 256).
-template <int D, bool MASKED, int VCB, int WARPS>
+template <int D, bool MASKED, int COL_BLOCKS, int WARPS>
 TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec_warp_kernel(attention_args a, int head_splits) {
   using C = vec_warp_config<D, WARPS>;
   using L = kv::turbo3_loader;
-  constexpr int NR = C::NR;
+  constexpr int ROWS = C::ROWS;
   constexpr int G = C::group;
   extern __shared__ __align__(16) unsigned char smem[];
 
@@ -246,33 +246,33 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
   // issues 3% fewer instructions and is no faster (docs/performance.md, decode).
   const turbo3_lut& lut = a.lut;
 
-  // ---- this warp's keys: chunks of CG groups, the first two fixed, the rest claimed at run time
+  // ---- this warp's keys: chunks of GROUPS_PER_CHUNK groups, the first two fixed, the rest claimed at run time
   // Every warp of every split of these rows takes chunks of the keys [0, kv_end) until none is
   // left, so a warp that runs slower (the other work-group of its multiprocessor issues first)
   // takes fewer instead of holding up the end. The first two chunks of warp w of split s are
   // chunks s * n_warps + w (so group 0 is staged before the Q work) and n_splits * n_warps plus
   // that; later ones are 2 * n_splits * n_warps plus a counter per row set (the first claim comes
   // just before the loop). Lane 0 claims the next chunk as the current one is staged, so the
-  // atomic's latency hides behind CG groups of math. A warp's chunk ids only grow: once a
+  // atomic's latency hides behind GROUPS_PER_CHUNK groups of math. A warp's chunk ids only grow: once a
   // group starts at or past kv_end, every later one does. With make_vec_context's KV blocks first
   // in launch order, every row set has as many first as second work-groups of a multiprocessor.
   // Run-time claims narrow the spread of the work-groups' loop ends about fourfold against a fixed
   // key range per split (docs/performance.md, decode). Claims by row set in head-major launch
   // order gain nothing: the second work-groups of the SMs then all serve the same heads.
-  constexpr int CG = vec_warp_chunk_groups;
-  static_assert(CG >= 2 && C::stages - 1 <= CG, "two chunk ids cover the groups staged ahead");
+  constexpr int GROUPS_PER_CHUNK = vec_warp_chunk_groups;
+  static_assert(GROUPS_PER_CHUNK >= 2 && C::stages - 1 <= GROUPS_PER_CHUNK, "two chunk ids cover the groups staged ahead");
   const int blocks_per_seq = a.n_head_kv * head_splits;
   unsigned* const work_counter = a.work_counters + vec_counter_offset(a, x, head_splits);
   unsigned claimed = 0;  // lane 0: the counter's value for the warp's next chunk (first claimed below)
   const int warps_in_all = a.n_splits * C::n_warps, first_claimed = 2 * warps_in_all;
   // ids of the warp's chunks 2k and 2k + 1: the first two fixed, the rest claimed
   int chunk_even = x.split * C::n_warps + warp, chunk_odd = warps_in_all + chunk_even;
-  auto group_start = [&](int i) { return ((i / CG) & 1 ? chunk_odd : chunk_even) * (CG * G) + (i % CG) * G; };
+  auto group_start = [&](int i) { return ((i / GROUPS_PER_CHUNK) & 1 ? chunk_odd : chunk_even) * (GROUPS_PER_CHUNK * G) + (i % GROUPS_PER_CHUNK) * G; };
   // At the staging of group i: the first group of a claimed chunk takes the claimed id and claims the next.
   auto take_chunk = [&](int i) {
-    if (i >= 2 * CG && i % CG == 0) {
+    if (i >= 2 * GROUPS_PER_CHUNK && i % GROUPS_PER_CHUNK == 0) {
       const int id = first_claimed + static_cast<int>(platform::shfl(claimed, 0));
-      if ((i / CG) & 1) chunk_odd = id;
+      if ((i / GROUPS_PER_CHUNK) & 1) chunk_odd = id;
       else chunk_even = id;
       if (lane == 0) claimed = platform::atomic_add(work_counter, 1u);
     }
@@ -414,9 +414,9 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
   // O'^T per value column block cb (the file's head): acc[cb][b * 4 + kk] holds row 4 cb + t, pairs
   // kk (elements 0, 1) and kk + 4 (2, 3) of chunk g of block b.
   constexpr int v_tiles = C::blocks * 4;
-  float acc[VCB][v_tiles][4];
+  float acc[COL_BLOCKS][v_tiles][4];
   TURBO3_UNROLL
-  for (int cb = 0; cb < VCB; ++cb)
+  for (int cb = 0; cb < COL_BLOCKS; ++cb)
     TURBO3_UNROLL
     for (int m = 0; m < v_tiles; ++m)
       TURBO3_UNROLL
@@ -458,7 +458,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
   {
     float* q_nat = reinterpret_cast<float*>(smem + C::ring_stride);  // the ring's later slots, not yet staged
     queries.store(a, q_nat, warp, lane);
-    const float* q_absmax = q_nat + NR * C::q_pitch;  // [row][block] (integer)
+    const float* q_absmax = q_nat + ROWS * C::q_pitch;  // [row][block] (integer)
     auto row_max = [&](int r) {
       float m = 0.0f;
       TURBO3_UNROLL
@@ -526,7 +526,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
     };
     TURBO3_UNROLL
     for (int i = 1; i < C::stages - 1; ++i) stage(unit_c, plans, i, i * C::ring_stride);
-    // The first claim, only now: it is first taken by the staging of group 2 * CG, two groups
+    // The first claim, only now: it is first taken by the staging of group 2 * GROUPS_PER_CHUNK, two groups
     // later. Issued at the kernel's start, its atomic queues ahead of the Q work and the first
     // copies (docs/performance.md, decode).
     if (lane == 0) claimed = platform::atomic_add(work_counter, 1u);
@@ -655,7 +655,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
 
       if (update && platform::any_in_warp(alpha[0] != 1.0f || alpha[1] != 1.0f)) {  // rare once the maxima settle
         TURBO3_UNROLL
-        for (int cb = 0; cb < VCB; ++cb) {  // row 4 cb + t's alpha, from a lane whose score rows hold it
+        for (int cb = 0; cb < COL_BLOCKS; ++cb) {  // row 4 cb + t's alpha, from a lane whose score rows hold it
           const int src = 2 * cb + (t >> 1);
           const float a0 = platform::shfl(alpha[0], src), a1 = platform::shfl(alpha[1], src);
           const float f = (t & 1) ? a1 : a0;
@@ -691,7 +691,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
           }
         }
         TURBO3_UNROLL
-        for (int cb = 0; cb < VCB; ++cb) {
+        for (int cb = 0; cb < COL_BLOCKS; ++cb) {
           const int src_t = 2 * cb + (g >> 2);
           uint32_t bq[4];
           TURBO3_UNROLL
@@ -730,7 +730,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
                                     (r % C::merge_rows_per_slot) * C::merge_pitch * 4);
   };
   TURBO3_UNROLL
-  for (int cb = 0; cb < VCB; ++cb) {
+  for (int cb = 0; cb < COL_BLOCKS; ++cb) {
     if (4 * cb + t < x.active_rows) {
       float* row = merge_row(warp, 4 * cb + t);
       TURBO3_UNROLL
@@ -775,11 +775,11 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec
       v.x += s * u.x, v.y += s * u.y, v.z += s * u.z, v.w += s * u.w;
       l += s * row[D + 1];
     }
-    float* dst = a.partial + vec_partial_row(a, x.seq, x.kv_block, x.q_tile, x.split, blocks_per_seq, NR, r, D);
+    float* dst = a.partial + vec_partial_row(a, x.seq, x.kv_block, x.q_tile, x.split, blocks_per_seq, ROWS, r, D);
     *reinterpret_cast<float4*>(dst + d) = v;
     if (d == 0) dst[D] = m_all, dst[D + 1] = l;
   }
-  merge_splits_if_last<D, NR, C::threads>(a, x, head_splits, tid);
+  merge_splits_if_last<D, ROWS, C::threads>(a, x, head_splits, tid);
 }
 
 }  // namespace detail
