@@ -1,10 +1,12 @@
 // The MMA prefill kernel (matrix-core fragments, inline dequantization) against ref::attention on
 // identical quantized bytes, limit NMSE 1e-5, forced through launch_options::kernel = mma: the
-// grids of the TILE tests (the twelve seed cases, the D = 128 grid, odd lengths, causal and masked,
-// both rotation modes, both codebooks, every K/V pair, GQA up to 16, capture). First, the fragment
-// abstraction alone: one 16x16x16 multiply checked element by element (lane layouts). A timing
-// harness (hidden tag [.mma-timing]) compares MMA with TILE and materialize at pp512/2048/4096.
+// prefill grids of test_grid.hpp (the twelve seed cases, the D = 128 grid, odd lengths, causal and
+// masked, both rotation modes, both codebooks, every K/V pair, GQA up to 16, structured masks,
+// ragged tiles), capture. First, the fragment abstraction alone: one 16x16x16 multiply checked
+// element by element (lane layouts). A timing harness (hidden tag [.mma-timing]) compares MMA with
+// TILE and materialize at pp512/2048/4096.
 #include "attention_problem.hpp"
+#include "test_grid.hpp"
 
 #include <algorithm>
 #include <vector>
@@ -37,8 +39,6 @@ struct report_at_exit {
                   g_mma_specialized.cases, g_mma_specialized.worst, g_mma_specialized.worst_case.c_str());
   }
 } g_report;
-
-const data_type kv_types[2] = {data_type::f16, data_type::turbo3};
 
 launch_options forced(kernel_choice k) {
   launch_options o;
@@ -76,6 +76,11 @@ void run_case(const attention_case& c, std::mt19937_64& rng) {
     INFO("NMSE " << e);
     CHECK(e <= nmse_limit);
   }
+}
+
+// Runs every case of a grid through run_case.
+void run_grid(const turbo3_test::case_grid& grid, std::mt19937_64& rng) {
+  for (const turbo3_test::grid_case& g : grid) run_case(g.c, rng);
 }
 
 // ---- the fragment abstraction on its own ------------------------------------------------------------
@@ -250,92 +255,22 @@ TEST_CASE("fragment: one 16x16x16 multiply (B from its transpose and from its ro
 
 TEST_CASE("MMA: the seed's twelve cases (D=256, 16 heads over 4, mask)", "[mma]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7113);
-  for (int n_kv : {512, 1024})
-    for (int n_q : {3, 4, 6, 64, 128, 256}) {
-      attention_case c;
-      c.head_dim = 256;
-      c.n_head = 16;
-      c.n_head_kv = 4;
-      c.n_kv = n_kv;
-      c.n_q = n_q;
-      c.mask = true;
-      run_case(c, rng);
-    }
+  run_grid(turbo3_test::seed_grid(), rng);
 }
 
 TEST_CASE("MMA: D=128 grid (GQA 1/4/12, n_kv 113/512/1024, n_q 3/32/75, options)", "[mma]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7128);
-  int variant = 0;
-  for (int gqa : {1, 4, 12})
-    for (int n_kv : {113, 512, 1024})
-      for (int n_q : {3, 32, 75}) {
-        attention_case c;
-        c.head_dim = 128;
-        c.n_head_kv = 4;
-        c.n_head = 4 * gqa;
-        c.n_kv = n_kv;
-        c.n_q = n_q;
-        const int opt = variant++ % 6;
-        c.mask = opt != 0 && opt != 5;
-        c.sinks = opt == 2 || opt == 4;
-        c.max_bias = opt == 3 ? 8.0f : 0.0f;
-        c.softcap = opt == 4 ? 2.0f : 0.0f;
-        c.causal = opt == 5 || opt == 1;
-        c.k_type = kv_types[(variant / 2) % 2];
-        c.v_type = kv_types[variant % 2];
-        c.q_type = variant % 3 == 0 ? data_type::f16 : data_type::f32;
-        c.out_type = variant % 5 == 0 ? data_type::f16 : data_type::f32;
-        c.permuted_out = variant % 2 == 0;
-        run_case(c, rng);
-        if (c.k_type != data_type::turbo3 || c.v_type != data_type::turbo3) {
-          c.k_type = c.v_type = data_type::turbo3;
-          run_case(c, rng);
-        }
-      }
+  run_grid(turbo3_test::options_grid({3, 32, 75}, /*causal_with_mask=*/true), rng);
 }
 
 TEST_CASE("MMA: odd lengths (n_q and n_kv in 3..1000), causal and masked", "[mma]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x70dd);
-  const int lengths[] = {3, 9, 27, 81, 129, 257, 1000};
-  int variant = 0;
-  for (int n_q : lengths)
-    for (int n_kv : lengths) {
-      attention_case c;
-      c.head_dim = 128;
-      c.n_head = 2;
-      c.n_head_kv = 1;
-      c.n_q = n_q;
-      c.n_kv = n_kv;
-      c.causal = variant % 2 == 0;
-      c.mask = variant % 3 != 0;
-      c.k_type = kv_types[(variant / 2) % 2];
-      c.v_type = kv_types[(variant / 4) % 2];
-      run_case(c, rng);
-      ++variant;
-    }
+  run_grid(turbo3_test::prefill_odd_lengths_grid(), rng);
 }
 
 TEST_CASE("MMA: every K/V pair, both codebooks and both rotation modes, D=128/256; D=64 unsupported", "[mma]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7cb);
-  for (int d : {128, 256})
-    for (codebook cb : {codebook::lloyd_max, codebook::legacy})
-      for (bool library_rotates : {true, false})
-        for (data_type kt : kv_types)
-          for (data_type vt : kv_types) {
-            attention_case c;
-            c.head_dim = d;
-            c.n_head = 8;
-            c.n_head_kv = 2;
-            c.n_q = 37;
-            c.n_kv = 300;
-            c.cb = cb;
-            c.library_rotates = library_rotates;
-            c.k_type = kt;
-            c.v_type = vt;
-            c.mask = true;
-            c.causal = library_rotates;
-            run_case(c, rng);
-          }
+  run_grid(turbo3_test::codebook_rotation_grid({128, 256}, 37, 300, /*causal_when_library_rotates=*/true), rng);
   // D = 64 is not an MMA head dim: unsupported, nothing launched, output untouched.
   attention_case c;
   c.head_dim = 64;
@@ -351,89 +286,35 @@ TEST_CASE("MMA: every K/V pair, both codebooks and both rotation modes, D=128/25
 
 TEST_CASE("MMA: GQA 16 and GQA 8 at D=256, two sequences, sinks, f16 out", "[mma]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7916);
-  for (int gqa : {8, 16}) {
-    attention_case c;
-    c.head_dim = 256;
-    c.n_head = 2 * gqa;
-    c.n_head_kv = 2;
-    c.n_q = 19;
-    c.n_kv = 400;
-    c.n_seq = 2;
-    c.sinks = true;
-    c.causal = true;
-    c.out_type = data_type::f16;
-    c.q_type = data_type::f16;
-    run_case(c, rng);
-  }
+  run_grid(turbo3_test::gqa_sequences_grid(), rng);
 }
 
-// Masks with structure (what ggml passes: -inf past each query's diagonal; a sliding window; some
-// rows hidden entirely): the kernel reads each row's visible end from the mask and never loads the
-// key tiles past it. Several query and key tiles, with and without the causal flag, rows of the
-// mask not 16-byte aligned (padded by 5 keys).
+// Structured masks: the kernel reads each row's visible end from the mask and never loads the key
+// tiles past it. Several query and key tiles, with and without the causal flag, rows of the mask
+// not 16-byte aligned (padded by 5 keys).
 TEST_CASE("MMA: structured masks (causal pattern, sliding window, hidden rows)", "[mma]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x3a5c);
   using kind = attention_case::mask_kind;
-  const turbo3_test::mask_shape shapes[] = {{200, 200, kind::causal, 0, false}, {64, 300, kind::causal, 0, false},
-                                            {150, 150, kind::window, 40, false}, {300, 300, kind::window, 100, true},
-                                            {3, 500, kind::causal, 0, false}};
-  for (int d : {128, 256})
-    for (data_type t : kv_types)
-      for (const auto& sh : shapes) run_case(turbo3_test::structured_mask_case(d, t, sh), rng);
+  run_grid(turbo3_test::structured_mask_grid({128, 256}, {data_type::f16, data_type::turbo3},
+                                             {{200, 200, kind::causal, 0, false},
+                                              {64, 300, kind::causal, 0, false},
+                                              {150, 150, kind::window, 40, false},
+                                              {300, 300, kind::window, 100, true},
+                                              {3, 500, kind::causal, 0, false}}),
+           rng);
 }
 
-// Small cases for compute-sanitizer (memcheck and racecheck are slow): every K/V pair and head
-// dim, ragged tiles, causal with a mask, sinks.
+// The sanitizer subset, then f16 and turbo3 K/V at D = 256 (NVIDIA: double-buffered tiles, turbo3
+// staged) over several query and key tiles, causal by the flag and by ggml's causal mask.
 TEST_CASE("MMA: sanitizer subset", "[mma-san]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x75a);
-  for (int d : {128, 256})
-    for (data_type kt : kv_types)
-      for (data_type vt : kv_types) {
-        attention_case c;
-        c.head_dim = d;
-        c.n_head = 6;
-        c.n_head_kv = 2;
-        c.n_q = 27;
-        c.n_kv = 81;
-        c.k_type = kt;
-        c.v_type = vt;
-        c.mask = true;
-        c.causal = true;
-        c.sinks = true;
-        run_case(c, rng);
-      }
-  // f16 and turbo3 K/V at D = 256 (NVIDIA: double-buffered tiles, turbo3 staged) over several query
-  // tiles and key tiles, causal; then the same with ggml's causal mask in place of the flag.
-  for (data_type t : kv_types)
-    for (bool masked : {false, true}) run_case(turbo3_test::causal_tiles_case(t, masked), rng);
+  run_grid(turbo3_test::sanitizer_grid({128, 256}), rng);
+  run_grid(turbo3_test::causal_tiles_grid({data_type::f16, data_type::turbo3}, {false, true}), rng);
 }
 
-
-// A shape where the tiles are ragged everywhere: n_q not a multiple of the queries per work-group,
-// n_kv not a multiple of the key tile, GQA 12 (rows per work-group not a multiple of the heads),
-// queries in f16, ALiBi with a mask, softcap, permuted output; every K/V pair at D = 256.
 TEST_CASE("MMA: ragged shapes, GQA 12, ALiBi and softcap at D=256", "[mma]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7a9d);
-  int variant = 0;
-  for (data_type kt : kv_types)
-    for (data_type vt : kv_types) {
-      attention_case c;
-      c.head_dim = 256;
-      c.n_head = 24;
-      c.n_head_kv = 2;
-      c.n_q = 45;
-      c.n_kv = 191;
-      c.k_type = kt;
-      c.v_type = vt;
-      c.mask = true;
-      c.max_bias = variant % 2 == 0 ? 8.0f : 0.0f;
-      c.softcap = variant % 2 == 1 ? 2.0f : 0.0f;
-      c.causal = variant >= 2;
-      c.q_type = data_type::f16;
-      c.permuted_out = true;
-      run_case(c, rng);
-      ++variant;
-    }
+  run_grid(turbo3_test::ragged_grid(), rng);
 }
 
 TEST_CASE("routing: MMA by default where the family runs it, forced anywhere; no workspace", "[mma]") {

@@ -1,8 +1,10 @@
 // Prefill routes against ref::attention on identical quantized bytes, limit NMSE 1e-5: the TILE
 // kernel (inline dequantization) and the materialize route (f16 copy + f16 TILE), forced through
-// launch_options::kernel; the automatic routing; graph capture of prefill calls with the arena;
-// a timing harness (hidden tag [.tile-timing]) for the pp512/2048/4096 comparison.
+// launch_options::kernel, on the prefill grids of test_grid.hpp (materialize on each grid's sampled
+// cases); the automatic routing; graph capture of prefill calls with the arena; a timing harness
+// (hidden tag [.tile-timing]) for the pp512/2048/4096 comparison.
 #include "attention_problem.hpp"
+#include "test_grid.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -27,8 +29,6 @@ struct report_at_exit {
                   g_materialize.worst_case.c_str());
   }
 } g_report;
-
-const data_type kv_types[2] = {data_type::f16, data_type::turbo3};
 
 launch_options forced(kernel_choice k) {
   launch_options o;
@@ -58,164 +58,58 @@ void run_case(const attention_case& c, std::mt19937_64& rng, bool tile, bool mat
   }
 }
 
+// Runs every case of a grid on TILE, the sampled ones on materialize too.
+void run_grid(const turbo3_test::case_grid& grid, std::mt19937_64& rng) {
+  for (const turbo3_test::grid_case& g : grid) run_case(g.c, rng, true, g.sampled);
+}
+
 }  // namespace
 
 TEST_CASE("TILE: the seed's twelve cases (D=256, 16 heads over 4, mask)", "[tile]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7113);
-  for (int n_kv : {512, 1024})
-    for (int n_q : {3, 4, 6, 64, 128, 256}) {
-      attention_case c;
-      c.head_dim = 256;
-      c.n_head = 16;
-      c.n_head_kv = 4;
-      c.n_kv = n_kv;
-      c.n_q = n_q;
-      c.mask = true;
-      run_case(c, rng, true, true);
-    }
+  run_grid(turbo3_test::seed_grid(), rng);
 }
 
 TEST_CASE("TILE: D=128 grid (GQA 1/4/12, n_kv 113/512/1024, n_q 3/32/75, options)", "[tile]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7128);
-  int variant = 0;
-  for (int gqa : {1, 4, 12})
-    for (int n_kv : {113, 512, 1024})
-      for (int n_q : {3, 32, 75}) {
-        attention_case c;
-        c.head_dim = 128;
-        c.n_head_kv = 4;
-        c.n_head = 4 * gqa;
-        c.n_kv = n_kv;
-        c.n_q = n_q;
-        const int opt = variant++ % 6;
-        c.mask = opt != 0 && opt != 5;
-        c.sinks = opt == 2 || opt == 4;
-        c.max_bias = opt == 3 ? 8.0f : 0.0f;
-        c.softcap = opt == 4 ? 2.0f : 0.0f;
-        c.causal = opt == 5 || opt == 1;
-        c.k_type = kv_types[(variant / 2) % 2];
-        c.v_type = kv_types[variant % 2];
-        c.q_type = variant % 3 == 0 ? data_type::f16 : data_type::f32;
-        c.out_type = variant % 5 == 0 ? data_type::f16 : data_type::f32;
-        c.permuted_out = variant % 2 == 0;
-        run_case(c, rng, true, variant % 3 == 0);
-        if (c.k_type != data_type::turbo3 || c.v_type != data_type::turbo3) {
-          c.k_type = c.v_type = data_type::turbo3;
-          run_case(c, rng, true, variant % 3 == 1);
-        }
-      }
+  run_grid(turbo3_test::options_grid({3, 32, 75}, /*causal_with_mask=*/true), rng);
 }
 
 TEST_CASE("TILE: odd lengths (n_q and n_kv in 3..1000), causal and masked", "[tile]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x70dd);
-  const int lengths[] = {3, 9, 27, 81, 129, 257, 1000};
-  int variant = 0;
-  for (int n_q : lengths)
-    for (int n_kv : lengths) {
-      attention_case c;
-      c.head_dim = 128;
-      c.n_head = 2;
-      c.n_head_kv = 1;
-      c.n_q = n_q;
-      c.n_kv = n_kv;
-      c.causal = variant % 2 == 0;
-      c.mask = variant % 3 != 0;
-      c.k_type = kv_types[(variant / 2) % 2];
-      c.v_type = kv_types[(variant / 4) % 2];
-      run_case(c, rng, true, variant % 4 == 0);
-      ++variant;
-    }
+  run_grid(turbo3_test::prefill_odd_lengths_grid(), rng);
 }
 
 TEST_CASE("TILE: every K/V pair, both codebooks and both rotation modes, D=128/256, f16 D=64", "[tile]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7cb);
-  for (int d : {128, 256})
-    for (codebook cb : {codebook::lloyd_max, codebook::legacy})
-      for (bool library_rotates : {true, false})
-        for (data_type kt : kv_types)
-          for (data_type vt : kv_types) {
-            attention_case c;
-            c.head_dim = d;
-            c.n_head = 8;
-            c.n_head_kv = 2;
-            c.n_q = 37;
-            c.n_kv = 300;
-            c.cb = cb;
-            c.library_rotates = library_rotates;
-            c.k_type = kt;
-            c.v_type = vt;
-            c.mask = true;
-            c.causal = library_rotates;
-            run_case(c, rng, true, true);
-          }
-  for (int gqa : {1, 16}) {
-    attention_case c;
-    c.head_dim = 64;
-    c.n_head = 2 * gqa;
-    c.n_head_kv = 2;
-    c.n_q = 70;
-    c.n_kv = 333;
-    c.n_seq = 2;
-    c.k_type = c.v_type = data_type::f16;
-    c.mask = true;
-    c.sinks = true;
-    run_case(c, rng, true, true);
-  }
+  run_grid(turbo3_test::codebook_rotation_grid({128, 256}, 37, 300, /*causal_when_library_rotates=*/true), rng);
+  run_grid(turbo3_test::f16_d64_grid(), rng);
 }
 
 TEST_CASE("TILE: GQA 16 and GQA 8 at D=256, two sequences, sinks, f16 out", "[tile]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7916);
-  for (int gqa : {8, 16}) {
-    attention_case c;
-    c.head_dim = 256;
-    c.n_head = 2 * gqa;
-    c.n_head_kv = 2;
-    c.n_q = 19;
-    c.n_kv = 400;
-    c.n_seq = 2;
-    c.sinks = true;
-    c.causal = true;
-    c.out_type = data_type::f16;
-    c.q_type = data_type::f16;
-    run_case(c, rng, true, true);
-  }
+  run_grid(turbo3_test::gqa_sequences_grid(), rng);
 }
 
-// Masks with structure (ggml's causal prefill mask, a sliding window, rows hidden entirely): TILE
-// reads each row's visible end from the mask and never loads the key tiles past it; materialize
-// runs the f16 TILE kernel, so it takes the same path.
+// Structured masks: TILE reads each row's visible end from the mask and never loads the key tiles
+// past it; materialize runs the f16 TILE kernel, so it takes the same path.
 TEST_CASE("TILE: structured masks (causal pattern, sliding window, hidden rows)", "[tile]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x3a5d);
   using kind = attention_case::mask_kind;
-  const turbo3_test::mask_shape shapes[] = {{200, 200, kind::causal, 0, false}, {64, 300, kind::causal, 0, false},
-                                            {150, 150, kind::window, 40, true}, {3, 500, kind::causal, 0, false}};
-  for (int d : {128, 256})
-    for (const auto& sh : shapes) run_case(turbo3_test::structured_mask_case(d, data_type::turbo3, sh), rng, true, true);
+  run_grid(turbo3_test::structured_mask_grid({128, 256}, {data_type::turbo3},
+                                             {{200, 200, kind::causal, 0, false},
+                                              {64, 300, kind::causal, 0, false},
+                                              {150, 150, kind::window, 40, true},
+                                              {3, 500, kind::causal, 0, false}}),
+           rng);
 }
 
-// Small cases for compute-sanitizer (memcheck and racecheck are slow): every K/V pair and head
-// dim, ragged tiles, causal with a mask.
+// The sanitizer subset, then ggml's causal mask in place of the flag over several query and key
+// tiles (visible ends).
 TEST_CASE("TILE: sanitizer subset", "[tile-san]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x75a);
-  for (int d : {64, 128, 256})
-    for (data_type kt : kv_types)
-      for (data_type vt : kv_types) {
-        if (d == 64 && (kt != data_type::f16 || vt != data_type::f16)) continue;
-        attention_case c;
-        c.head_dim = d;
-        c.n_head = 6;
-        c.n_head_kv = 2;
-        c.n_q = 27;
-        c.n_kv = 81;
-        c.k_type = kt;
-        c.v_type = vt;
-        c.mask = true;
-        c.causal = true;
-        c.sinks = true;
-        run_case(c, rng, true, true);
-      }
-  // ggml's causal mask in place of the flag over several query and key tiles (visible ends).
-  run_case(turbo3_test::causal_tiles_case(data_type::turbo3, true), rng, true, true);
+  run_grid(turbo3_test::sanitizer_grid({64, 128, 256}), rng);
+  run_grid(turbo3_test::causal_tiles_grid({data_type::turbo3}, {true}), rng);
 }
 
 TEST_CASE("routing: n_q <= 2 to VEC, else MMA (NVIDIA) or TILE; workspace_bytes per route", "[tile]") {

@@ -59,6 +59,7 @@
 #include "turbo3/platform/async_copy.hpp"
 #include "turbo3/platform/device.hpp"
 #include "turbo3/platform/fragment.hpp"
+#include "turbo3/platform/limits.hpp"
 #include "turbo3/platform/mma.hpp"
 #include "turbo3/status.hpp"
 
@@ -69,21 +70,22 @@ namespace detail {
 
 // ---- tile shapes ---------------------------------------------------------------------------------
 
+// Set field by field in mma_table (C++17 has no designated initializers), from these zeros.
 struct mma_shape {
-  int warps;      // warps per work-group; each owns 16 rows
-  int keys;       // keys per K/V tile (a multiple of 16)
-  int resident;   // work-groups per multiprocessor the register budget aims for (NVIDIA)
-  bool prefetch;  // read the next tile's packed K/V bytes into registers during this tile's math
-  int batch;      // without prefetch: K items (and V items) per thread whose loads are issued together
-  bool staged;    // turbo3 K and V: copy the raw bytes of the tiles ahead into shared memory with
-                  // asynchronous copies (two stages), decode from there; needs the score fragments
-                  // in registers (platform::frag_acc_is_a), as the stages use the score scratch
-  bool double_buffer;  // two K/V tile buffers: each warp decodes (or loads) its share of tile t + 1
-                       // before or after (half the warps each) it multiplies tile t, and one barrier
-                       // per tile separates them, so one warp's unpack or loads run beside another's
-                       // matrix multiplies (needs !prefetch)
-  bool v_rows;  // V tile stored as key rows [keys][D + 8], like K, read with frag_load_b_rows (a
-                // transposing load on NVIDIA); else as V^T [D][keys + 8], read with frag_load_b
+  int warps = 0;          // warps per work-group; each owns 16 rows
+  int keys = 0;           // keys per K/V tile (a multiple of 16)
+  int resident = 0;       // work-groups per multiprocessor the register budget aims for (NVIDIA)
+  bool prefetch = false;  // read the next tile's packed K/V bytes into registers during this tile's math
+  int batch = 0;          // without prefetch: K items (and V items) per thread whose loads are issued together
+  bool staged = false;    // turbo3 K and V: copy the raw bytes of the tiles ahead into shared memory with
+                          // asynchronous copies (two stages), decode from there; needs the score fragments
+                          // in registers (platform::frag_acc_is_a), as the stages use the score scratch
+  bool double_buffer = false;  // two K/V tile buffers: each warp decodes (or loads) its share of tile t + 1
+                               // before or after (half the warps each) it multiplies tile t, and one barrier
+                               // per tile separates them, so one warp's unpack or loads run beside another's
+                               // matrix multiplies (needs !prefetch)
+  bool v_rows = false;  // V tile stored as key rows [keys][D + 8], like K, read with frag_load_b_rows (a
+                        // transposing load on NVIDIA); else as V^T [D][keys + 8], read with frag_load_b
 };
 
 // NVIDIA: D = 128 with 64 rows (about 80 KB of shared memory, two work-groups per SM), the next
@@ -98,11 +100,45 @@ struct mma_shape {
 // rounds of two K and two V items. V as key rows on NVIDIA (faster than V^T for f16 and turbo3
 // alike: docs/performance.md, MMA); AMD keeps V^T, whose fragment loads there read contiguous runs.
 TURBO3_HD constexpr mma_shape mma_table(platform::arch_family f, int d) {
-  if (f == platform::arch_family::nvidia) {
-    return d == 128 ? mma_shape{4, 64, 2, true, 4, true, false, true} : mma_shape{8, 48, 1, false, 4, true, true, true};
+  mma_shape s;
+  if (f == platform::arch_family::nvidia && d == 128) {
+    s.warps = 4;
+    s.keys = 64;
+    s.resident = 2;
+    s.prefetch = true;
+    s.batch = 4;
+    s.staged = true;
+    s.double_buffer = false;
+    s.v_rows = true;
+  } else if (f == platform::arch_family::nvidia) {  // D = 256
+    s.warps = 8;
+    s.keys = 48;
+    s.resident = 1;
+    s.prefetch = false;
+    s.batch = 4;
+    s.staged = true;
+    s.double_buffer = true;
+    s.v_rows = true;
+  } else if (d == 128) {  // AMD
+    s.warps = 4;
+    s.keys = 32;
+    s.resident = 1;
+    s.prefetch = false;
+    s.batch = 2;
+    s.staged = false;
+    s.double_buffer = false;
+    s.v_rows = false;
+  } else {  // AMD, D = 256
+    s.warps = 2;
+    s.keys = 32;
+    s.resident = 1;
+    s.prefetch = false;
+    s.batch = 1;
+    s.staged = false;
+    s.double_buffer = false;
+    s.v_rows = false;
   }
-  return d == 128 ? mma_shape{4, 32, 1, false, 2, false, false, false}
-                  : mma_shape{2, 32, 1, false, 1, false, false, false};
+  return s;
 }
 
 TURBO3_HD constexpr int family_wave(platform::arch_family f) { return f == platform::arch_family::cdna3 ? 64 : 32; }
@@ -169,13 +205,14 @@ using mma_config_for = mma_config<D, mma_table(F, D).warps, mma_table(F, D).keys
 
 template <platform::arch_family F>
 constexpr bool mma_fits_lds() {
-  return mma_config_for<128, F>::smem_bytes <= 65536 && mma_config_for<256, F>::smem_bytes <= 65536;
+  return mma_config_for<128, F>::smem_bytes <= platform::amd_max_lds_bytes &&
+         mma_config_for<256, F>::smem_bytes <= platform::amd_max_lds_bytes;
 }
 static_assert(mma_fits_lds<platform::arch_family::rdna4>() && mma_fits_lds<platform::arch_family::rdna3>() &&
                   mma_fits_lds<platform::arch_family::cdna3>(),
               "an AMD MMA shape needs more than 64 KB of LDS");
-static_assert(mma_config_for<256, platform::arch_family::nvidia>::smem_bytes <= 232448 &&
-                  mma_config_for<128, platform::arch_family::nvidia>::smem_bytes <= 232448,
+static_assert(mma_config_for<256, platform::arch_family::nvidia>::smem_bytes <= platform::nvidia_max_shared_bytes &&
+                  mma_config_for<128, platform::arch_family::nvidia>::smem_bytes <= platform::nvidia_max_shared_bytes,
               "an NVIDIA MMA shape needs more than 227 KB of shared memory");
 
 // ---- device helpers ------------------------------------------------------------------------------

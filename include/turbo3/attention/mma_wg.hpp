@@ -37,6 +37,7 @@
 #include <type_traits>
 
 #include "turbo3/attention/mma.hpp"
+#include "turbo3/platform/limits.hpp"
 #include "turbo3/platform/warpgroup_mma.hpp"
 
 #if TURBO3_HAS_RUNTIME
@@ -74,7 +75,7 @@ struct wg_config {
   static constexpr size_t smem_bytes = max2(off_row + sizeof(int) * rows, off_k + q_stage_bytes) + 1024;
   static_assert(D == 128 || D == 256, "warpgroup MMA covers D = 128 and 256");
   static_assert(q_bytes % 1024 == 0 && kv_bytes % 1024 == 0 && raw_stage_bytes % 1024 == 0, "aligned regions");
-  static_assert(smem_bytes <= 232448, "more than 227 KB of shared memory");
+  static_assert(smem_bytes <= platform::nvidia_max_shared_bytes, "more than 227 KB of shared memory");
   static_assert((keys * chunks) % threads == 0 && (keys * pieces) % threads == 0, "whole items per thread");
 };
 
@@ -465,7 +466,7 @@ struct wg_producer_config : wg_config<D> {
   // `threads`: 168 at 384, 128 at 512), not the whole register file: a consumer's setmaxnreg.inc
   // waits until the registers it asks for are free, so asking for more than the producers hand
   // back hangs.
-  static constexpr int launch_registers = 65536 / threads / 8 * 8;
+  static constexpr int launch_registers = platform::nvidia_max_registers / threads / 8 * 8;
   static_assert(producer_registers * producer_threads + consumer_registers * consumer_threads <=
                     launch_registers * threads,
                 "more registers than the launch gives the work-group");

@@ -30,6 +30,7 @@
 #include "turbo3/kv/loaders.hpp"
 #include "turbo3/platform/arch.hpp"
 #include "turbo3/platform/device.hpp"
+#include "turbo3/platform/limits.hpp"
 #include "turbo3/status.hpp"
 
 #if TURBO3_HAS_RUNTIME
@@ -39,15 +40,16 @@ namespace detail {
 
 // ---- tile shapes ---------------------------------------------------------------------------------
 
+// Set field by field in tile_table (C++17 has no designated initializers), from these zeros.
 struct tile_shape {
-  int threads;         // work-group size
-  int rows;            // query rows (queries x heads) per work-group
-  int keys;            // keys per K/V tile
-  int s_rows, s_keys;  // score micro-tile of one thread
-  int o_rows, o_dims;  // output micro-tile of one thread (o_dims a multiple of 4)
-  int resident;        // work-groups per multiprocessor the register budget aims for (NVIDIA)
-  bool pipelined;      // inner loops read shared memory one step ahead (two register buffers)
-  bool overlapped;     // separate K and V tiles; each is decoded during the other's multiplies
+  int threads = 0;             // work-group size
+  int rows = 0;                // query rows (queries x heads) per work-group
+  int keys = 0;                // keys per K/V tile
+  int s_rows = 0, s_keys = 0;  // score micro-tile of one thread
+  int o_rows = 0, o_dims = 0;  // output micro-tile of one thread (o_dims a multiple of 4)
+  int resident = 0;            // work-groups per multiprocessor the register budget aims for (NVIDIA)
+  bool pipelined = false;      // inner loops read shared memory one step ahead (two register buffers)
+  bool overlapped = false;     // separate K and V tiles; each is decoded during the other's multiplies
 };
 
 // Per architecture family and head dim. Shared memory: float32 Q tile [rows][D+4], one K/V tile
@@ -64,15 +66,86 @@ struct tile_shape {
 // on RDNA and 17 SGPRs on CDNA3). CDNA3 differs from RDNA only where wave64 needs another lane
 // layout (D = 256). AMD shapes are compile-checked (tests/amd/RESOURCES.md), not yet timed.
 TURBO3_HD constexpr tile_shape tile_table(platform::arch_family f, int d) {
-  if (f == platform::arch_family::nvidia) {
-    return d == 64    ? tile_shape{256, 64, 64, 4, 4, 4, 4, 2, false, false}
-           : d == 128 ? tile_shape{256, 64, 64, 4, 4, 8, 4, 2, false, false}
-                      : tile_shape{256, 64, 64, 4, 4, 8, 8, 1, true, true};
+  tile_shape s;
+  if (f == platform::arch_family::nvidia && d == 64) {
+    s.threads = 256;
+    s.rows = 64;
+    s.keys = 64;
+    s.s_rows = 4;
+    s.s_keys = 4;
+    s.o_rows = 4;
+    s.o_dims = 4;
+    s.resident = 2;
+    s.pipelined = false;
+    s.overlapped = false;
+  } else if (f == platform::arch_family::nvidia && d == 128) {
+    s.threads = 256;
+    s.rows = 64;
+    s.keys = 64;
+    s.s_rows = 4;
+    s.s_keys = 4;
+    s.o_rows = 8;
+    s.o_dims = 4;
+    s.resident = 2;
+    s.pipelined = false;
+    s.overlapped = false;
+  } else if (f == platform::arch_family::nvidia) {  // D = 256
+    s.threads = 256;
+    s.rows = 64;
+    s.keys = 64;
+    s.s_rows = 4;
+    s.s_keys = 4;
+    s.o_rows = 8;
+    s.o_dims = 8;
+    s.resident = 1;
+    s.pipelined = true;
+    s.overlapped = true;
+  } else if (f == platform::arch_family::cdna3 && d == 256) {
+    s.threads = 128;
+    s.rows = 32;
+    s.keys = 16;
+    s.s_rows = 2;
+    s.s_keys = 2;
+    s.o_rows = 4;
+    s.o_dims = 16;
+    s.resident = 1;
+    s.pipelined = true;
+    s.overlapped = false;
+  } else if (d == 64) {  // AMD
+    s.threads = 128;
+    s.rows = 64;
+    s.keys = 32;
+    s.s_rows = 4;
+    s.s_keys = 4;
+    s.o_rows = 8;
+    s.o_dims = 4;
+    s.resident = 1;
+    s.pipelined = false;
+    s.overlapped = false;
+  } else if (d == 128) {  // AMD
+    s.threads = 128;
+    s.rows = 64;
+    s.keys = 32;
+    s.s_rows = 4;
+    s.s_keys = 4;
+    s.o_rows = 8;
+    s.o_dims = 8;
+    s.resident = 1;
+    s.pipelined = false;
+    s.overlapped = false;
+  } else {  // RDNA, D = 256
+    s.threads = 128;
+    s.rows = 32;
+    s.keys = 16;
+    s.s_rows = 2;
+    s.s_keys = 2;
+    s.o_rows = 8;
+    s.o_dims = 8;
+    s.resident = 1;
+    s.pipelined = true;
+    s.overlapped = false;
   }
-  if (f == platform::arch_family::cdna3 && d == 256) return tile_shape{128, 32, 16, 2, 2, 4, 16, 1, true, false};
-  return d == 64    ? tile_shape{128, 64, 32, 4, 4, 8, 4, 1, false, false}
-         : d == 128 ? tile_shape{128, 64, 32, 4, 4, 8, 8, 1, false, false}
-                    : tile_shape{128, 32, 16, 2, 2, 8, 8, 1, true, false};
+  return s;
 }
 
 TURBO3_HD constexpr bool tile_head_dim(int d) { return d == 64 || d == 128 || d == 256; }
@@ -121,13 +194,14 @@ using tile_config_for =
 // reports do not show it: RDNA D = 256 takes 52,352 bytes).
 template <platform::arch_family F>
 constexpr bool tile_fits_lds() {
-  return tile_config_for<64, F>::smem_bytes <= 65536 && tile_config_for<128, F>::smem_bytes <= 65536 &&
-         tile_config_for<256, F>::smem_bytes <= 65536;
+  return tile_config_for<64, F>::smem_bytes <= platform::amd_max_lds_bytes &&
+         tile_config_for<128, F>::smem_bytes <= platform::amd_max_lds_bytes &&
+         tile_config_for<256, F>::smem_bytes <= platform::amd_max_lds_bytes;
 }
 static_assert(tile_fits_lds<platform::arch_family::rdna4>() && tile_fits_lds<platform::arch_family::rdna3>() &&
                   tile_fits_lds<platform::arch_family::cdna3>(),
               "an AMD tile shape needs more than 64 KB of LDS");
-static_assert(tile_config_for<256, platform::arch_family::nvidia>::smem_bytes <= 232448,
+static_assert(tile_config_for<256, platform::arch_family::nvidia>::smem_bytes <= platform::nvidia_max_shared_bytes,
               "an NVIDIA tile shape needs more than 227 KB of shared memory");
 
 // ---- device helpers ------------------------------------------------------------------------------

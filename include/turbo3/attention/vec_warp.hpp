@@ -229,7 +229,8 @@ struct warp_queries {
 // work-group has at most 4 rows (half the accumulators and value multiplies of 2). WARPS: 4 or 6
 // (vec_warp_warps). Shared memory is dynamic, C::smem_bytes (64.5 KB with 6 warps at D = 256).
 template <int D, bool MASKED, int COL_BLOCKS, int WARPS>
-TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_MIN(32 * WARPS, vec_warp_min_blocks) vec_warp_kernel(attention_args a, int head_splits) {
+TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, vec_warp_min_blocks)
+    vec_warp_kernel(attention_args a, int head_splits) {
   using C = vec_warp_config<D, WARPS>;
   using L = kv::turbo3_loader;
   constexpr int ROWS = C::ROWS;

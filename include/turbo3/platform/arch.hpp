@@ -8,15 +8,6 @@
 #include "turbo3/platform/device.hpp"
 #include "turbo3/platform/device_state.hpp"
 
-// __launch_bounds__ with a residency target: NVIDIA reads the second number as work-groups per
-// multiprocessor (it caps registers accordingly); HIP gives it another meaning (waves per EU), so
-// there only the thread count is passed.
-#if defined(TURBO3_PLATFORM_CUDA)
-#define TURBO3_LAUNCH_BOUNDS_RESIDENT(threads, blocks) __launch_bounds__(threads, blocks)
-#elif TURBO3_HAS_RUNTIME
-#define TURBO3_LAUNCH_BOUNDS_RESIDENT(threads, blocks) __launch_bounds__(threads)
-#endif
-
 namespace turbo3 {
 namespace platform {
 

@@ -13,12 +13,13 @@
 #define TURBO3_GLOBAL __global__
 #define TURBO3_FORCEINLINE __forceinline__
 #define TURBO3_LAUNCH_BOUNDS(n) __launch_bounds__(n)
-// Also asks for `min_blocks` resident work-groups per multiprocessor (NVIDIA: caps registers).
-// HIP's second argument means waves per execution unit instead, so AMD builds pass only n.
+// At most `threads` per work-group, and at least `blocks` work-groups resident per multiprocessor
+// where the compiler reads that (NVIDIA: it caps the registers per thread to fit them). HIP gives
+// the second number another meaning (waves per execution unit), so AMD builds pass only `threads`.
 #if defined(TURBO3_PLATFORM_CUDA)
-#define TURBO3_LAUNCH_BOUNDS_MIN(n, min_blocks) __launch_bounds__(n, min_blocks)
+#define TURBO3_LAUNCH_BOUNDS_RESIDENT(threads, blocks) __launch_bounds__(threads, blocks)
 #else
-#define TURBO3_LAUNCH_BOUNDS_MIN(n, min_blocks) __launch_bounds__(n)
+#define TURBO3_LAUNCH_BOUNDS_RESIDENT(threads, blocks) __launch_bounds__(threads)
 #endif
 #else
 #define TURBO3_HD
