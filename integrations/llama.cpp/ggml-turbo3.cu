@@ -307,8 +307,10 @@ bool ggml_cuda_turbo3_set_rows(ggml_backend_cuda_context & ctx, ggml_tensor * ds
         return false;
     }
     const turbo3::status s = ids->type == GGML_TYPE_I64
-        ? turbo3::write_rows(rows, static_cast<const int64_t *>(ids->data), cache, ctx.stream())
-        : turbo3::write_rows(rows, static_cast<const int32_t *>(ids->data), cache, ctx.stream());
+        ? turbo3::write_rows(rows, static_cast<const int64_t *>(ids->data), cache, ctx.stream(),
+                             turbo3::ggml_adapter::turbo3_codebook)
+        : turbo3::write_rows(rows, static_cast<const int32_t *>(ids->data), cache, ctx.stream(),
+                             turbo3::ggml_adapter::turbo3_codebook);
     if (s != turbo3::status::ok) {
         GGML_ABORT("turbo3: write_rows failed (%s)", turbo3::to_string(s));
     }

@@ -15,8 +15,9 @@
 // Rotation: the fork's graph rotates Q before the node and un-rotates the node's output after it
 // (ggml_turbo_wht, with its optional per-channel InnerQ scale), so the node itself is plain
 // attention over the stored (rotated-domain) K/V: the call must rotate nothing
-// (rotate_q = unrotate_out = false). The codebook is the current Lloyd-Max table, the only one
-// the fork writes.
+// (rotate_q = unrotate_out = false). The codebook is the table the fork's quantizer and kernels
+// hold (codebook::legacy: levels +-0.190685, ...; tests/cpu/test_fork_golden.cpp reproduces the
+// fork's bytes with it), so the library decodes the cache the fork wrote with the fork's levels.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,9 @@
 
 namespace turbo3 {
 namespace ggml_adapter {
+
+// The turbo3 table of the fork's cache (its quantizer's and kernels' levels).
+inline constexpr codebook turbo3_codebook = codebook::legacy;
 
 // The ggml enum values the mapping compares against (the engine's ggml.h supplies them).
 struct ggml_ids {
@@ -182,7 +186,7 @@ mapping map_flash_attn_ext(const Tensor* dst, const ggml_ids& ids, serve_policy 
   // op_params[3], the precision, asks for f32 softmax and accumulation where a kernel offers f16
   // ones; the library's kernels always keep them in f32, so every precision is served.
   p.causal = false;  // ggml passes causality in the mask
-  p.kv_codebook = codebook::lloyd_max;
+  p.kv_codebook = turbo3_codebook;
   p.rotate_q = false;
   p.unrotate_out = false;
   return m;

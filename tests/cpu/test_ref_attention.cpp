@@ -7,12 +7,12 @@
 // once per run and attached to every failure.
 //
 // Tolerances:
-// - Same values on both sides (f16 K/V, or turbo3 with the rotation steps off, so both sides read
+// - Same values on both sides (f16 or q8_0 K/V, or turbo types with the rotation steps off, so both sides read
 //   the very same dequantized and caller-rotated numbers): the two double computations differ
 //   only by summation order and the max shift of the softmax, a few ulp of double per term. Each
 //   output element must be within half an ulp of the output type of the naive value (the final
 //   rounding) plus 2e-12 * max|v| (n_kv <= 1000 terms of relative error ~1e-16 each, generously).
-// - turbo3 with rotate_q / unrotate_out on: the reference rotates Q and the output in double,
+// - turbo types with rotate_q / unrotate_out on: the reference rotates Q and the output in double,
 //   while the naive side reads K and V rotated back with the float ref::rotate_inverse, whose
 //   rounding is about 1e-7 relative. Measured as NMSE: limit 1e-10 for f32 output (typical
 //   values 1e-14); with f16 output the final f16 rounding alone gives ~1e-7, so 1e-6 there.
@@ -149,23 +149,11 @@ turbo3::output_view output_of(strided& t) {
 }
 
 // Stores n floats as one row of type t and returns the values a reader of the row sees, in float
-// (f16: rounded; turbo3: dequantized, rotated domain).
+// (f16: rounded; block types: dequantized, turbo types in the rotated domain).
 std::vector<float> store_row(unsigned char* dst, data_type t, const float* x, int64_t n, codebook cb) {
-  std::vector<float> seen(x, x + n);
-  if (t == data_type::f32) {
-    std::memcpy(dst, x, static_cast<size_t>(n) * 4);
-  } else if (t == data_type::f16) {
-    for (int64_t d = 0; d < n; ++d) {
-      const uint16_t bits = turbo3::fp16_from_float(x[d]);
-      std::memcpy(dst + 2 * d, &bits, 2);
-      seen[static_cast<size_t>(d)] = turbo3::fp16_to_float(bits);
-    }
-  } else {
-    std::vector<turbo3::block_turbo3> blocks(static_cast<size_t>(n / turbo3::block_values));
-    turbo3::ref::quantize_row(x, blocks.data(), n, cb);
-    std::memcpy(dst, blocks.data(), blocks.size() * turbo3::block_bytes);
-    turbo3::ref::dequantize_row(blocks.data(), seen.data(), n, cb);
-  }
+  std::vector<float> seen(static_cast<size_t>(n));
+  turbo3::ref::store_row(t, x, dst, n, cb);
+  turbo3::ref::load_row(t, dst, seen.data(), n, cb);
   return seen;
 }
 
@@ -270,8 +258,8 @@ std::vector<float> normal_values(std::mt19937& rng, int64_t n, float sigma) {
 }
 
 // Random Q, K, V, mask and sinks stored as cfg says; the naive side reads
-//   Q: the stored values (caller-rotated in float when K is turbo3 and rotate_q is off),
-//   K, V: the stored values, turbo3 ones rotated back (float ref::rotate_inverse) when the library
+//   Q: the stored values (caller-rotated in float when K is a turbo type and rotate_q is off),
+//   K, V: the stored values, turbo ones rotated back (float ref::rotate_inverse) when the library
 //         is asked to do the matching rotation step, else left in the rotated domain.
 // The number of random draws does not depend on types or flags, so two configs that differ only
 // there see the same random numbers from the same seed.
@@ -282,9 +270,9 @@ problem make_problem(const config& c, std::mt19937& rng) {
   a.d_k = c.d_k; a.d_v = c.d_v; a.n_q = c.n_q; a.n_kv = c.n_kv;
   a.n_head = c.n_head; a.n_head_kv = c.n_head_kv; a.n_seq = c.n_seq;
 
-  const bool k_rotated_by_caller = c.k_type == data_type::turbo3 && !c.rotate_q;
-  const bool k_unrotate = c.k_type == data_type::turbo3 && c.rotate_q;
-  const bool v_unrotate = c.v_type == data_type::turbo3 && c.unrotate_out;
+  const bool k_rotated_by_caller = turbo3::stores_rotated_values(c.k_type) && !c.rotate_q;
+  const bool k_unrotate = turbo3::stores_rotated_values(c.k_type) && c.rotate_q;
+  const bool v_unrotate = turbo3::stores_rotated_values(c.v_type) && c.unrotate_out;
 
   pb.q = make_strided(c.q_type, c.d_k, c.n_q, c.n_head, c.n_seq, c.q_layout, 0xAB);
   a.q.resize(static_cast<size_t>(c.n_seq * c.n_head * c.n_q * c.d_k));
@@ -427,7 +415,8 @@ double nmse(const std::vector<double>& got, const std::vector<double>& want) {
 
 // True when the naive side reads the very same numbers as the reference (no float rotation).
 bool same_values(const config& c) {
-  return !(c.k_type == data_type::turbo3 && c.rotate_q) && !(c.v_type == data_type::turbo3 && c.unrotate_out);
+  return !(turbo3::stores_rotated_values(c.k_type) && c.rotate_q) &&
+         !(turbo3::stores_rotated_values(c.v_type) && c.unrotate_out);
 }
 
 // Runs ref::attention on a fresh random problem and compares it with the naive attention.
@@ -538,6 +527,74 @@ TEST_CASE("ref::attention with turbo3 K/V: library rotation on and off, both cod
     c.k_type = data_type::turbo3; c.v_type = data_type::turbo3; c.rotate_q = rq; c.unrotate_out = !rq;
     c.q_type = data_type::f16; c.out_type = data_type::f16; c.mask_m2 = 4;
     check_case(c, rng);
+  }
+}
+
+// ---- every K/V storage type ------------------------------------------------------------------
+
+TEST_CASE("ref::attention with any K and V among f16, turbo3, turbo4, turbo2 and q8_0", "[ref_attention]") {
+  TURBO3_SEED_INFO();
+  std::mt19937 rng = case_rng(6);
+  const data_type kinds[5] = {data_type::f16, data_type::turbo3, data_type::turbo4, data_type::turbo2,
+                              data_type::q8_0};
+  for (data_type kt : kinds)
+    for (data_type vt : kinds)
+      for (bool flags : {true, false}) {
+        config c;
+        c.d_k = 256; c.d_v = 128; c.n_q = 3; c.n_kv = 21; c.n_head = 4; c.n_head_kv = 2; c.n_seq = 1;
+        c.k_type = kt; c.v_type = vt; c.rotate_q = flags; c.unrotate_out = flags;
+        c.mask_m2 = 1; c.sinks = true; c.causal = true; c.cb = codebook::legacy;
+        c.k_layout = heads_inner; c.v_layout = heads_inner_padded; c.out_layout = heads_inner;
+        check_case(c, rng);
+      }
+
+  // D = 512 for K and V, decode and prefill, one step by the library and the other by the caller.
+  for (data_type t : {data_type::turbo4, data_type::turbo2, data_type::q8_0})
+    for (bool rq : {true, false}) {
+      config c;
+      c.d_k = 512; c.d_v = 512; c.n_q = rq ? 1 : 5; c.n_kv = 40; c.n_head = 8; c.n_head_kv = 2;
+      c.k_type = t; c.v_type = t; c.rotate_q = rq; c.unrotate_out = !rq;
+      c.q_type = data_type::f16; c.out_type = data_type::f16; c.mask_m2 = 8;
+      check_case(c, rng);
+    }
+
+  // q8_0 rows of 32-value blocks: head dims that are no multiple of 128.
+  {
+    config c;
+    c.d_k = 96; c.d_v = 64; c.n_q = 4; c.n_kv = 33; c.n_head = 6; c.n_head_kv = 3;
+    c.k_type = data_type::q8_0; c.v_type = data_type::q8_0; c.causal = true; c.sinks = true;
+    check_case(c, rng);
+  }
+}
+
+// The turbo types share the rotation: with the library's rotation steps off, the output of a turbo4
+// or turbo2 V is R times the output with them on (as for turbo3 below).
+TEST_CASE("ref::attention: turbo4 and turbo2 without the rotation steps work in the rotated domain", "[ref_attention]") {
+  TURBO3_SEED_INFO();
+  const uint32_t seed = case_rng(7)();
+  for (data_type t : {data_type::turbo4, data_type::turbo2}) {
+    config on;
+    on.d_k = 256; on.d_v = 128; on.n_q = 2; on.n_kv = 50; on.n_head = 4; on.n_head_kv = 2;
+    on.k_type = t; on.v_type = t; on.mask_m2 = 1;
+    config off = on;
+    off.rotate_q = false; off.unrotate_out = false;
+    INFO(describe(on));
+    std::mt19937 rng_on(seed), rng_off(seed);
+    problem a = make_problem(on, rng_on);
+    problem b = make_problem(off, rng_off);
+    REQUIRE(a.k.bytes == b.k.bytes);
+    REQUIRE(a.v.bytes == b.v.bytes);
+    turbo3::ref::attention(a.params);
+    turbo3::ref::attention(b.params);
+    const std::vector<double> out_on = read_output(a);
+    const std::vector<double> out_off = read_output(b);
+    INFO("nmse(off, on) " << nmse(out_off, out_on));
+    CHECK(nmse(out_off, out_on) > 0.1);
+    std::vector<float> back(out_off.begin(), out_off.end());
+    turbo3::ref::rotate_inverse(back.data(), static_cast<int64_t>(back.size()));
+    const std::vector<double> back_d(back.begin(), back.end());
+    INFO("nmse(R^T off, on) " << nmse(back_d, out_on));
+    CHECK(nmse(back_d, out_on) <= 1e-10);
   }
 }
 

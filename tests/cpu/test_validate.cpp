@@ -207,6 +207,76 @@ TEST_CASE("validate: turbo3 rows are whole 128-value blocks", "[validate]") {
   CHECK(validate(p) == status::unsupported);
 }
 
+// turbo4, turbo2 and q8_0 K/V are well formed (ref::attention reads them; the kernel routes say
+// unsupported: tests/launch/test_bad_input.cu), with whole blocks per row and 2-byte alignment.
+TEST_CASE("validate: turbo4, turbo2 and q8_0 K/V, any pair with f16 and turbo3", "[validate]") {
+  const data_type kv_types[] = {data_type::f16, data_type::turbo3, data_type::turbo4, data_type::turbo2,
+                                data_type::q8_0};
+  for (data_type k : kv_types)
+    for (data_type v : kv_types) {
+      INFO("k " << turbo3::to_string(k) << " v " << turbo3::to_string(v));
+      attention_params p = make_valid();
+      set_dense(p.q, data_type::f32, 256, 4, 8, 2);
+      set_dense(p.k, k, 256, 256, 2, 2);
+      set_dense(p.v, v, 512, 256, 2, 2);
+      set_dense(p.out, data_type::f32, 512, 4, 8, 2);
+      CHECK(validate(p) == status::ok);
+    }
+  attention_params p = make_valid();
+  SECTION("q8_0 rows of 32-value blocks: head dims 64 and 96") {
+    set_dense(p.q, data_type::f32, 96, 4, 8, 2);
+    set_dense(p.k, data_type::q8_0, 96, 256, 2, 2);
+    set_dense(p.v, data_type::q8_0, 64, 256, 2, 2);
+    set_dense(p.out, data_type::f32, 64, 4, 8, 2);
+    CHECK(validate(p) == status::ok);
+  }
+  SECTION("q8_0 K head dim 48: not whole blocks") {
+    set_dense(p.q, data_type::f32, 48, 4, 8, 2);
+    set_dense(p.k, data_type::q8_0, 48, 256, 2, 2);
+    p.k.nb[1] = 68;
+    CHECK(validate(p) == status::unsupported);
+  }
+  SECTION("turbo4 V head dim 64: not whole blocks") {
+    set_dense(p.v, data_type::turbo4, 64, 256, 2, 2);
+    set_dense(p.out, data_type::f32, 64, 4, 8, 2);
+    CHECK(validate(p) == status::unsupported);
+  }
+  SECTION("turbo2 K head dim 192: not whole blocks") {
+    set_dense(p.q, data_type::f32, 192, 4, 8, 2);
+    set_dense(p.k, data_type::turbo2, 192, 256, 2, 2);
+    p.k.nb[1] = 68;
+    CHECK(validate(p) == status::unsupported);
+  }
+  SECTION("turbo4 K pointer odd") {
+    set_dense(p.k, data_type::turbo4, 128, 256, 2, 2);
+    p.k.data = offset_ptr(p.k.data, 1);
+    CHECK(validate(p) == status::invalid_argument);
+  }
+  SECTION("q8_0 V row stride odd") {
+    set_dense(p.v, data_type::q8_0, 128, 256, 2, 2);
+    p.v.nb[1] = 137;
+    CHECK(validate(p) == status::invalid_argument);
+  }
+  SECTION("turbo2 K row stride smaller than a row") {
+    set_dense(p.k, data_type::turbo2, 128, 256, 2, 2);
+    p.k.nb[1] = 32;
+    CHECK(validate(p) == status::invalid_argument);
+  }
+  SECTION("q, out or the mask of a block type") {
+    for (data_type t : {data_type::turbo4, data_type::turbo2, data_type::q8_0}) {
+      attention_params bad = make_valid();
+      bad.q.type = t;
+      CHECK(validate(bad) == status::unsupported);
+      bad = make_valid();
+      bad.out.type = t;
+      CHECK(validate(bad) == status::unsupported);
+      bad = make_valid();
+      bad.mask.type = t;
+      CHECK(validate(bad) == status::unsupported);
+    }
+  }
+}
+
 TEST_CASE("validate: strides and alignment", "[validate]") {
   attention_params p = make_valid();
   SECTION("q row stride smaller than a row") { p.q.nb[1] = 128 * 4 - 4; }

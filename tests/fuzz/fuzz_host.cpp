@@ -6,8 +6,9 @@
 //   fp16      fp16_from_float is round-to-nearest-even against an exact oracle (double arithmetic
 //             over neighbouring fp16 values); every fp16 value round-trips; the saturating form
 //             differs only where the plain one gives an infinity.
-//   quantize  finite input gives a finite, non-negative norm (the overflow policy) and finite
-//             values after dequantizing; two runs give the same bytes.
+//   quantize  for every block type (turbo3 with both tables, turbo4, turbo2, q8_0): a block of
+//             finite input gets a finite, non-negative norm or scale (the overflow policy) and
+//             finite values after dequantizing; two runs give the same bytes.
 //   validate  any input returns a status without undefined behaviour; where it says ok, every
 //             view's span fits, view_end is data + span, out's rows are pairwise disjoint (checked
 //             row by row where there are few), and out shares no byte with an input.
@@ -28,7 +29,7 @@
 #include "turbo3/attention/kernel_args.hpp"
 #include "turbo3/attention/validate.hpp"
 #include "turbo3/format/fp16.hpp"
-#include "turbo3/ref/quantize.hpp"
+#include "turbo3/ref/storage.hpp"
 
 using namespace turbo3;
 
@@ -152,23 +153,31 @@ void fuzz_quantize(std::mt19937_64& rng, uint64_t index) {
     }
   }
   if (kind != 2 && rng() % 8 == 0) x[rng() % x.size()] = (rng() & 1) ? 65000.0f : -3e38f;
+  const data_type types[4] = {data_type::turbo3, data_type::turbo4, data_type::turbo2, data_type::q8_0};
+  const data_type type = types[rng() % 4];
   const codebook cb = (rng() & 1) ? codebook::lloyd_max : codebook::legacy;
-  std::vector<block_turbo3> q(static_cast<size_t>(groups)), again(q.size());
-  ref::quantize_row(x.data(), q.data(), n, cb);
-  ref::quantize_row(x.data(), again.data(), n, cb);
-  if (std::memcmp(q.data(), again.data(), q.size() * sizeof(block_turbo3)) != 0) fail("quantize determinism", index, "");
+  std::vector<unsigned char> q(row_bytes(type, n)), again(q.size());
+  ref::store_row(type, x.data(), q.data(), n, cb);
+  ref::store_row(type, x.data(), again.data(), n, cb);
+  if (q != again) fail("quantize determinism", index, to_string(type));
   std::vector<float> y(x.size());
-  ref::dequantize_row(q.data(), y.data(), n, cb);
-  for (int g = 0; g < groups; ++g) {
+  ref::load_row(type, q.data(), y.data(), n, cb);
+  // Every block type stores its fp16 norm or scale in its first two bytes.
+  const int values = values_per_block(type);
+  const size_t bytes = bytes_per_block(type);
+  for (int64_t b = 0; b < n / values; ++b) {
     bool finite = true;
-    for (int i = 0; i < block_values; ++i) finite = finite && std::isfinite(x[static_cast<size_t>(g * block_values + i)]);
+    for (int i = 0; i < values; ++i) finite = finite && std::isfinite(x[static_cast<size_t>(b * values + i)]);
     if (!finite) continue;
-    const uint16_t norm = q[static_cast<size_t>(g)].norm;
+    uint16_t norm;
+    std::memcpy(&norm, q.data() + static_cast<size_t>(b) * bytes, sizeof norm);
     if ((norm & 0x7c00) == 0x7c00 || (norm & 0x8000))
-      fail("finite group, norm not finite and non-negative", index, "norm " + hex32(norm) + " kind " + std::to_string(kind));
-    for (int i = 0; i < block_values; ++i)
-      if (!std::isfinite(y[static_cast<size_t>(g * block_values + i)])) {
-        fail("finite group dequantizes to a non-finite value", index, "kind " + std::to_string(kind));
+      fail("finite block, norm or scale not finite and non-negative", index,
+           std::string(to_string(type)) + " norm " + hex32(norm) + " kind " + std::to_string(kind));
+    for (int i = 0; i < values; ++i)
+      if (!std::isfinite(y[static_cast<size_t>(b * values + i)])) {
+        fail("finite block dequantizes to a non-finite value", index,
+             std::string(to_string(type)) + " kind " + std::to_string(kind));
         break;
       }
   }

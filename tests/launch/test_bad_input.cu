@@ -17,7 +17,9 @@ namespace {
 struct host_problem {
   static constexpr int D = 128, n_q = 1, n_kv = 64, H = 8, HKV = 2;
   std::vector<float> q = std::vector<float>(D * n_q * H, 1.0f);
-  std::vector<uint8_t> k = std::vector<uint8_t>(row_bytes(data_type::turbo3, D) * n_kv * HKV);
+  // K and V hold the f16 views with_head_dim makes too (D <= 128), so no view spans past its buffer
+  // into another (validate() refuses an out that overlaps an input).
+  std::vector<uint8_t> k = std::vector<uint8_t>(row_bytes(data_type::f16, D) * n_kv * HKV);
   std::vector<uint8_t> v = std::vector<uint8_t>(k.size());
   std::vector<uint16_t> mask = std::vector<uint16_t>(n_kv * n_q, 0);
   std::vector<float> out = std::vector<float>(D * n_q * H);
@@ -270,7 +272,7 @@ TEST_CASE("flash_attention refuses an out that overlaps q, k, v, the mask or the
   {  // out inside k, inside v
     for (int which = 0; which < 2; ++which) {
       auto p = good;
-      const size_t kv_bytes = hp.k.size();
+      const size_t kv_bytes = row_bytes(data_type::turbo3, host_problem::D) * host_problem::n_kv * host_problem::HKV;
       (which == 0 ? p.k : p.v).data = shared.data();
       p = in_shared(p, kv_bytes - 64);  // out starts on the last 64 bytes of the view
       expect_refused(p, {}, status::invalid_argument, bytes_of(shared.data(), shared.size()), shared.data());
@@ -416,4 +418,85 @@ TEST_CASE("write_rows refuses unknown codebooks, sizes that overflow and overlap
     CHECK(write_rows(s, ids, d, nullptr) == status::invalid_argument);
   }
   CHECK(cache == before);
+}
+
+// turbo4, turbo2 and q8_0 K/V are well formed (validate() says ok; ref::attention reads them), but
+// no kernel has a loader for them: every route, automatic or forced, reports unsupported before
+// any allocation or launch, and the size queries say 0.
+TEST_CASE("turbo4, turbo2 and q8_0 K or V: every kernel route reports unsupported, launches nothing", "[bad_input][types]") {
+  constexpr int64_t n_kv = 64, H = 8, HKV = 2;
+  const data_type no_loader[] = {data_type::turbo4, data_type::turbo2, data_type::q8_0};
+  const data_type with_loader[] = {data_type::f16, data_type::turbo3};
+  struct pair {
+    data_type k, v;
+  };
+  std::vector<pair> pairs;
+  for (data_type t : no_loader) {
+    pairs.push_back({t, t});
+    for (data_type u : with_loader) {
+      pairs.push_back({t, u});
+      pairs.push_back({u, t});
+    }
+  }
+  for (const pair& kv : pairs)
+    for (int64_t d : {128, 256, 512})
+      for (int64_t n_q : {1, 2, 40}) {
+        INFO("k " << to_string(kv.k) << " v " << to_string(kv.v) << " D " << d << " n_q " << n_q);
+        std::vector<float> q(static_cast<size_t>(d * n_q * H), 0.5f);
+        std::vector<float> out(static_cast<size_t>(d * n_q * H));
+        std::vector<uint8_t> k(row_bytes(kv.k, d) * n_kv * HKV, 0), v(row_bytes(kv.v, d) * n_kv * HKV, 0);
+        attention_params p;
+        p.q.data = q.data(); p.q.type = data_type::f32;
+        p.q.ne[0] = d; p.q.ne[1] = n_q; p.q.ne[2] = H; p.q.ne[3] = 1;
+        p.q.nb[1] = d * 4; p.q.nb[2] = p.q.nb[1] * n_q; p.q.nb[3] = p.q.nb[2] * H;
+        for (tensor_view* t : {&p.k, &p.v}) {
+          t->data = t == &p.k ? k.data() : v.data();
+          t->type = t == &p.k ? kv.k : kv.v;
+          t->ne[0] = d; t->ne[1] = n_kv; t->ne[2] = HKV; t->ne[3] = 1;
+          t->nb[1] = row_bytes(t->type, d); t->nb[2] = t->nb[1] * n_kv; t->nb[3] = t->nb[2] * HKV;
+        }
+        p.out.data = out.data(); p.out.type = data_type::f32;
+        p.out.ne[0] = d; p.out.ne[1] = n_q; p.out.ne[2] = H; p.out.ne[3] = 1;
+        p.out.nb[1] = d * 4; p.out.nb[2] = p.out.nb[1] * n_q; p.out.nb[3] = p.out.nb[2] * H;
+        p.scale = 0.1f;
+        REQUIRE(validate(p) == status::ok);
+        CHECK(detail::vec_supported(p) == status::unsupported);
+        CHECK(detail::tile_supported(p) == status::unsupported);
+        CHECK(detail::mma_supported(p) == status::unsupported);
+        CHECK(detail::materialize_supported(p) == status::unsupported);
+        for (kernel_choice kernel : {kernel_choice::automatic, kernel_choice::vec, kernel_choice::tile,
+                                     kernel_choice::materialize, kernel_choice::mma}) {
+          launch_options opt;
+          opt.kernel = kernel;
+          CHECK(supported(p, opt) == status::unsupported);
+          CHECK(workspace_bytes(p, opt) == 0);
+          CHECK(counter_bytes(p, opt) == 0);
+          std::memset(out.data(), 0xff, out.size() * sizeof(float));
+          tripwire_allocator alloc;
+          CHECK(flash_attention(p, alloc, nullptr, opt) == status::unsupported);
+          CHECK(alloc.calls == 0);
+          CHECK(std::all_of(out.begin(), out.end(), [](float x) {
+            uint32_t b;
+            std::memcpy(&b, &x, 4);
+            return b == 0xffffffffu;
+          }));
+        }
+      }
+}
+
+// write_rows quantizes into f16 and turbo3 caches only: a turbo4, turbo2 or q8_0 cache is
+// unsupported and left untouched.
+TEST_CASE("write_rows: turbo4, turbo2 and q8_0 caches are unsupported", "[bad_input][types]") {
+  std::vector<float> rows(128 * 4, 1.0f);
+  for (data_type t : {data_type::turbo4, data_type::turbo2, data_type::q8_0}) {
+    INFO(to_string(t));
+    std::vector<uint8_t> cache(row_bytes(t, 128) * 8, 0xa5);
+    const std::vector<uint8_t> before = cache;
+    const row_source src{rows.data(), data_type::f32, 128, 4, 128 * 4};
+    const cache_view dst{cache.data(), t, 128, 8, row_bytes(t, 128)};
+    const int32_t* ids = nullptr;
+    CHECK(validate_write(src, dst) == status::unsupported);
+    CHECK(write_rows(src, ids, dst, nullptr) == status::unsupported);
+    CHECK(cache == before);
+  }
 }

@@ -76,6 +76,7 @@ inline materialize_plan make_materialize_plan(const attention_params& p) {
 
 // Whether the materialize route takes these (validated) params: the f16 TILE kernel's head dims.
 inline status materialize_supported(const attention_params& p) {
+  if (!has_kernel_loader(p.k.type) || !has_kernel_loader(p.v.type)) return status::unsupported;
   const int64_t d = p.head_dim_k();
   if (d != p.head_dim_v() || !tile_head_dim(static_cast<int>(d))) return status::unsupported;
   if (p.n_seq() > 65535 || p.n_head() > 65535 || !prefill_grid_fits(p)) return status::unsupported;

@@ -11,8 +11,8 @@
 namespace turbo3 {
 
 // A strided 4-d view in ggml order: ne[0] is the contiguous dimension. nb[1..3] are byte strides
-// of dimensions 1..3 (nb[0] is implied by the type: elements are contiguous within a row; a turbo3
-// row is ne[0]/128 consecutive blocks).
+// of dimensions 1..3 (nb[0] is implied by the type: elements are contiguous within a row; a row of
+// a block type is ne[0] / values_per_block(type) consecutive blocks).
 struct tensor_view {
   const void* data = nullptr;
   data_type type = data_type::f16;
@@ -29,8 +29,8 @@ struct output_view {
 
 // Shapes (ggml order):
 //   q    [D_k, n_q,  n_head,    n_seq]  f32 or f16
-//   k    [D_k, n_kv, n_head_kv, n_seq]  f16 or turbo3
-//   v    [D_v, n_kv, n_head_kv, n_seq]  f16 or turbo3
+//   k    [D_k, n_kv, n_head_kv, n_seq]  f16, turbo3, turbo4, turbo2 or q8_0 (the kernels: f16 or turbo3)
+//   v    [D_v, n_kv, n_head_kv, n_seq]  f16, turbo3, turbo4, turbo2 or q8_0 (the kernels: f16 or turbo3)
 //   mask [>=n_kv, >=n_q, m2, m3]        f16, optional; head h uses mask plane h % m2, seq s uses s % m3
 //   out  [D_v, n_q,  n_head,    n_seq]  f32 or f16, any strides (ggml's permuted layout is a stride choice)
 // Query head h reads KV head h / (n_head / n_head_kv).
@@ -60,9 +60,10 @@ struct attention_params {
   bool causal = false;
 
   codebook kv_codebook = codebook::lloyd_max;  // the table every turbo3 dequant in the call uses
-  // The library applies the rotation of docs/format.md §5 itself: it rotates Q when K is turbo3
-  // and un-rotates the output when V is turbo3. An engine that does either in its own graph turns
-  // the matching flag off. Ignored for f16 K (resp. V).
+  // The library applies the rotation of docs/format.md §5 itself: it rotates Q when K is of a
+  // rotated type (turbo3, turbo4, turbo2: stores_rotated_values) and un-rotates the output when V
+  // is. An engine that does either in its own graph turns the matching flag off. Ignored for f16
+  // and q8_0 K (resp. V).
   bool rotate_q = true;
   bool unrotate_out = true;
 

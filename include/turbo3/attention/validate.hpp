@@ -6,7 +6,8 @@
 //
 //  1. q, k, v and out data pointers are non-null.                                  invalid_argument
 //     (mask.data == nullptr means "no mask"; sinks == nullptr means "no sinks".)
-//  2. Types: q f32 or f16; k and v f16 or turbo3; out f32 or f16; mask f16.        unsupported
+//  2. Types: q f32 or f16; k and v f16, turbo3, turbo4, turbo2 or q8_0; out f32 or f16;
+//     mask f16.                                                                     unsupported
 //  3. Every ne[i] of q, k, v, out (and mask when present) is >= 1               -> invalid_argument
 //     and fits a 32-bit int (kernels index with int)                            -> unsupported.
 //  4. Shapes agree (D_k = q.ne[0], n_q = q.ne[1], n_head = q.ne[2], n_seq = q.ne[3],
@@ -14,9 +15,11 @@
 //       k.ne[0] == D_k; v.ne[1] == n_kv; v.ne[2] == n_head_kv; k.ne[3] == v.ne[3] == n_seq;
 //       out.ne == [D_v, n_q, n_head, n_seq].
 //  5. GQA: n_head % n_head_kv == 0.                                                invalid_argument
-//  6. turbo3 K (resp. V) needs D_k (resp. D_v) % 128 == 0 (whole blocks per row).  unsupported
+//  6. K (resp. V) rows are whole blocks: D_k (resp. D_v) % values_per_block(type) == 0 (128 for
+//     turbo3, turbo4 and turbo2, 32 for q8_0).                                     unsupported
 //  7. Data pointers are aligned to the storage alignment of their type
-//     (f32: 4, f16: 2, turbo3: 2 for the block's fp16 norm); sinks (f32): 4.       invalid_argument
+//     (f32: 4, f16: 2, block types: 2 for the block's fp16 norm or scale); sinks (f32): 4.
+//                                                                                  invalid_argument
 //  8. Strides of q, k, v, out: nb[1], nb[2], nb[3] are multiples of the storage alignment; when
 //     ne[1] > 1, nb[1] >= row_bytes(type, ne[0]) (rows do not overlap). For q, k and v, nb[2] and
 //     nb[3] may be anything aligned, 0 included (broadcast); out's rows are rule 12. nb[0] is
@@ -39,7 +42,9 @@
 //     the n_head floats of sinks. Inputs may overlap each other.                    invalid_argument
 //
 // Which head dims and type combinations a given kernel instantiates is the launcher's business
-// (it reports `unsupported`); validate() only says whether the request is well formed.
+// (it reports `unsupported`); validate() only says whether the request is well formed. The kernels
+// read f16 and turbo3 K/V only (has_kernel_loader, kv/loaders.hpp): for a well-formed call with
+// turbo4, turbo2 or q8_0 K or V every kernel route reports unsupported; ref::attention computes it.
 #pragma once
 
 #include <cmath>
@@ -54,11 +59,15 @@
 namespace turbo3 {
 namespace detail {
 
-// Alignment, in bytes, of a pointer or stride into storage of type t (turbo3: the fp16 norm).
+// Alignment, in bytes, of a pointer or stride into storage of type t (block types: their fp16 norm
+// or scale).
 constexpr size_t storage_alignment(data_type t) { return t == data_type::f32 ? 4 : 2; }
 
 constexpr bool is_float_type(data_type t) { return t == data_type::f32 || t == data_type::f16; }
-constexpr bool is_kv_type(data_type t) { return t == data_type::f16 || t == data_type::turbo3; }
+constexpr bool is_kv_type(data_type t) {
+  return t == data_type::f16 || t == data_type::turbo3 || t == data_type::turbo4 || t == data_type::turbo2 ||
+         t == data_type::q8_0;
+}
 
 // Rule 3 for one view.
 inline status check_extents(const int64_t (&ne)[4]) {
@@ -164,9 +173,8 @@ inline status validate(const attention_params& p) {
   // 5. GQA
   if (n_head % n_head_kv != 0) return status::invalid_argument;
 
-  // 6. turbo3 rows are whole blocks
-  if (p.k.type == data_type::turbo3 && d_k % block_values != 0) return status::unsupported;
-  if (p.v.type == data_type::turbo3 && d_v % block_values != 0) return status::unsupported;
+  // 6. rows are whole blocks
+  if (d_k % values_per_block(p.k.type) != 0 || d_v % values_per_block(p.v.type) != 0) return status::unsupported;
 
   // 7 + 8. pointer alignment and strides
   for (const tensor_view* t : {&p.q, &p.k, &p.v}) {

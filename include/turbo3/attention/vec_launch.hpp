@@ -199,6 +199,7 @@ inline constexpr int64_t max_grid_yz = 65535;
 // head splits, sequences x query tiles) and the combine kernel's (queries x slices, n_head, n_seq;
 // its x stays far below 2^31 once sequences x query tiles fits).
 inline status vec_supported(const attention_params& p) {
+  if (!has_kernel_loader(p.k.type) || !has_kernel_loader(p.v.type)) return status::unsupported;
   const int64_t dk = p.head_dim_k(), dv = p.head_dim_v();
   if (dk != dv) return status::unsupported;
   const bool any_turbo3 = p.k.type == data_type::turbo3 || p.v.type == data_type::turbo3;

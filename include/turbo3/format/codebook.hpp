@@ -6,8 +6,8 @@
 namespace turbo3 {
 
 enum class codebook {
-  lloyd_max,  // current table: Lloyd-Max levels of N(0,1) / sqrt(128) (the default)
-  legacy,     // the table older engines wrote; opt-in, for reading old caches
+  lloyd_max,  // Lloyd-Max levels of N(0,1) / sqrt(128) (the default)
+  legacy,     // the levels of the TurboQuant llama.cpp fork's turbo3 (docs/format.md, section 2)
 };
 
 // Whether cb names one of the tables above (an enum may hold any value of its underlying type).

@@ -16,6 +16,11 @@
 
 namespace turbo3 {
 
+// The K/V storage types the kernels have a loader for (kv::f16_loader, kv::turbo3_loader). The
+// other K/V types validate() accepts (turbo4, turbo2, q8_0) have none: every route's *_supported()
+// returns unsupported for them, so no kernel is instantiated or launched with one.
+constexpr bool has_kernel_loader(data_type t) { return t == data_type::f16 || t == data_type::turbo3; }
+
 // The eight codebook levels as fp16 bytes split into two planes (low bytes, high bytes), four
 // registers in all: a byte permute with 3-bit indices looks up four levels at once.
 // sign_spread: the byte-permute table (NVIDIA) that moves sign bits 2n and 2n+2 of a chunk to bit 2

@@ -11,25 +11,30 @@
 //   A query row that sees no key at all outputs zeros (with or without a sink: the sink joins the
 //   denominator only, so the numerator is an empty sum).
 //
-// Rotation (docs/format.md §5). Dequantized turbo3 values are in the rotated domain.
-//   - K turbo3 and rotate_q: each 128-chunk of the query row is rotated forward before the dot
-//     products. V turbo3 and unrotate_out: each 128-chunk of the output row is rotated back once,
-//     at the end. With a flag off the caller has already done that step; for f16 K (resp. V) the
-//     flag is ignored.
+// Storage: K and V may each be any of f16, turbo3, turbo4, turbo2 and q8_0 (docs/format.md), with
+// head dims D_k and D_v of their own (any size here; a block type needs whole blocks per row).
+//
+// Rotation (docs/format.md §5). Dequantized turbo3, turbo4 and turbo2 values are in the rotated
+// domain (stores_rotated_values); f16 and q8_0 values are not.
+//   - K of a rotated type and rotate_q: each 128-chunk of the query row is rotated forward before
+//     the dot products. V of a rotated type and unrotate_out: each 128-chunk of the output row is
+//     rotated back once, at the end. With a flag off the caller has already done that step; for K
+//     (resp. V) of another type the flag is ignored.
 //   - Both rotations are done here in double: the same orthogonal map R = D(s2) (1/sqrt 128) H D(s1)
 //     (same sign tables, same Sylvester-order Hadamard), with 1/sqrt(128) in double instead of the
 //     float constant the quantizer uses. The float version of R differs from this by about 1e-7
 //     relative, which is far below what any kernel comparison resolves; keeping the reference in
 //     double keeps its own error at the reordering level (~1e-15).
 //
-// Precision: Q, K, V, mask and sinks are read as stored (f16 widened, turbo3 dequantized exactly as
-// ref::dequantize_row does in float, then widened), everything after that is double. The result is
-// rounded once to the output type (f16 through float: double -> float -> f16).
+// Precision: Q, K, V, mask and sinks are read as stored (f16 widened, block types dequantized
+// exactly as their ref::dequantize_row does in float, then widened), everything after that is
+// double. The result is rounded once to the output type (f16 through float: double -> float -> f16).
 //
 // Preconditions (asserted):
-//   q, k, v, out non-null; q f32/f16; k, v f16/turbo3; out f32/f16; mask (if any) f16;
-//   all sizes >= 1; k.ne[0] == q.ne[0]; v.ne[1..3] == k.ne[1..3]; k.ne[3] == q.ne[3];
-//   n_head % n_head_kv == 0; a turbo3 head dim is a multiple of 128;
+//   q, k, v, out non-null; q f32/f16; k, v f16/turbo3/turbo4/turbo2/q8_0; out f32/f16; mask (if
+//   any) f16; all sizes >= 1; k.ne[0] == q.ne[0]; v.ne[1..3] == k.ne[1..3]; k.ne[3] == q.ne[3];
+//   n_head % n_head_kv == 0; a K (V) head dim is a multiple of values_per_block of its type (128
+//   for the turbo types, 32 for q8_0);
 //   out.ne == {D_v, n_q, n_head, n_seq}; mask.ne[0] >= n_kv, mask.ne[1] >= n_q, mask.ne[2..3] >= 1.
 //   Strides are taken as given (no alignment is needed: rows are read through memcpy).
 #pragma once
@@ -47,7 +52,7 @@
 #include "turbo3/format/codebook.hpp"
 #include "turbo3/format/fp16.hpp"
 #include "turbo3/format/rotation.hpp"
-#include "turbo3/ref/quantize.hpp"
+#include "turbo3/ref/storage.hpp"
 #include "turbo3/types.hpp"
 
 namespace turbo3 {
@@ -67,42 +72,21 @@ inline float load_f16(const unsigned char* p) {
   return fp16_to_float(bits);
 }
 
-// Reads one stored row of n values (f32, f16 or turbo3) into doubles. turbo3 values come out in the
-// rotated domain, dequantized exactly as ref::dequantize_row does. Keeps its scratch between rows.
+// Reads one stored row of n values of any storage type into doubles: turbo values come out in the
+// rotated domain, every type exactly as ref::load_row reads it. Keeps its scratch between rows.
 class row_reader {
  public:
-  row_reader(data_type type, int64_t n, codebook cb) : type_(type), n_(n), cb_(cb) {
-    if (type == data_type::turbo3) {
-      blocks_.resize(static_cast<size_t>(n / block_values));
-      values_.resize(static_cast<size_t>(n));
-    }
-  }
+  row_reader(data_type type, int64_t n, codebook cb) : type_(type), n_(n), cb_(cb), values_(static_cast<size_t>(n)) {}
 
   void read(const unsigned char* src, double* dst) {
-    switch (type_) {
-      case data_type::f32:
-        for (int64_t d = 0; d < n_; ++d) {
-          float f;
-          std::memcpy(&f, src + 4 * d, sizeof f);
-          dst[d] = f;
-        }
-        break;
-      case data_type::f16:
-        for (int64_t d = 0; d < n_; ++d) dst[d] = load_f16(src + 2 * d);
-        break;
-      case data_type::turbo3:
-        std::memcpy(blocks_.data(), src, blocks_.size() * block_bytes);  // the row may be unaligned
-        dequantize_row(blocks_.data(), values_.data(), n_, cb_);
-        for (int64_t d = 0; d < n_; ++d) dst[d] = values_[static_cast<size_t>(d)];
-        break;
-    }
+    load_row(type_, src, values_.data(), n_, cb_);
+    for (int64_t d = 0; d < n_; ++d) dst[d] = values_[static_cast<size_t>(d)];
   }
 
  private:
   data_type type_;
   int64_t n_;
   codebook cb_;
-  std::vector<block_turbo3> blocks_;
   std::vector<float> values_;
 };
 
@@ -137,7 +121,10 @@ inline void store_row(const output_view& out, int64_t i, int64_t h, int64_t s, c
   }
 }
 
-inline bool is_kv_type(data_type t) { return t == data_type::f16 || t == data_type::turbo3; }
+inline bool is_kv_type(data_type t) {
+  return t == data_type::f16 || t == data_type::turbo3 || t == data_type::turbo4 || t == data_type::turbo2 ||
+         t == data_type::q8_0;
+}
 inline bool is_float_type(data_type t) { return t == data_type::f32 || t == data_type::f16; }
 
 // The preconditions listed at the top of this header.
@@ -150,8 +137,8 @@ inline void assert_preconditions(const attention_params& p) {
   assert(p.k.ne[0] == p.head_dim_k() && p.k.ne[3] == p.n_seq());
   assert(p.v.ne[1] == n_kv && p.v.ne[2] == n_head_kv && p.v.ne[3] == p.n_seq());
   assert(n_head % n_head_kv == 0);
-  assert(p.k.type != data_type::turbo3 || p.head_dim_k() % block_values == 0);
-  assert(p.v.type != data_type::turbo3 || p.head_dim_v() % block_values == 0);
+  assert(p.head_dim_k() % values_per_block(p.k.type) == 0);
+  assert(p.head_dim_v() % values_per_block(p.v.type) == 0);
   assert(p.out.ne[0] == p.head_dim_v() && p.out.ne[1] == p.n_q() && p.out.ne[2] == n_head &&
          p.out.ne[3] == p.n_seq());
   assert(p.mask.data == nullptr || (p.mask.type == data_type::f16 && p.mask.ne[0] >= n_kv &&
@@ -198,8 +185,8 @@ inline void attention(const attention_params& p) {
   const int64_t n_q = p.n_q(), n_head = p.n_head(), n_seq = p.n_seq();
   const int64_t n_kv = p.n_kv(), n_head_kv = p.n_head_kv();
   const int64_t group = n_head / n_head_kv;
-  const bool rotate_q = p.k.type == data_type::turbo3 && p.rotate_q;
-  const bool unrotate_out = p.v.type == data_type::turbo3 && p.unrotate_out;
+  const bool rotate_q = stores_rotated_values(p.k.type) && p.rotate_q;
+  const bool unrotate_out = stores_rotated_values(p.v.type) && p.unrotate_out;
   const bool has_mask = p.mask.data != nullptr;
   const double scale = p.scale;
   const double softcap = p.softcap;

@@ -16,6 +16,7 @@
 #include "turbo3/format/fp16.hpp"
 #include "turbo3/format/packing.hpp"
 #include "turbo3/format/rotation.hpp"
+#include "turbo3/ref/rotated_group.hpp"
 
 namespace turbo3 {
 namespace ref {
@@ -24,23 +25,9 @@ namespace ref {
 // (is_known; asserted in debug builds).
 inline void quantize_group(const float* x, block_turbo3& out, codebook cb = codebook::lloyd_max) {
   assert(is_known(cb));
-  const codebook_table table = codebook_values(cb);
-  float ss = 0.0f;
-  for (int i = 0; i < block_values; ++i) ss += x[i] * x[i];
-  const float n = std::sqrt(ss);
-  const float inv = (n > 1e-10f) ? 1.0f / n : 0.0f;
-  float u[block_values];
-  for (int i = 0; i < block_values; ++i) u[i] = x[i] * inv;
-  rotate_forward_group(u);
   uint8_t idx[block_values];
-  for (int i = 0; i < block_values; ++i) idx[i] = static_cast<uint8_t>(quantize_index(table, u[i]));
+  out.norm = detail::quantize_rotated_group(x, codebook_values(cb), idx);
   pack_indices(idx, out);
-  float rr = 0.0f;
-  for (int i = 0; i < block_values; ++i) rr += table.level[idx[i]] * table.level[idx[i]];
-  const float r = std::sqrt(rr);
-  // A corrected norm past the largest finite fp16 value is stored as 65504, not as an infinity
-  // (which would make every score and value of the group, and so attention, NaN).
-  out.norm = fp16_from_float_saturated((r > 1e-10f) ? n / r : n);
 }
 
 inline void quantize_row(const float* x, block_turbo3* y, int64_t n, codebook cb) {
