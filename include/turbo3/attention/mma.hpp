@@ -1127,6 +1127,49 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_fragment_softmax(const prefill_args& a
     mma_rescale_rows(o_acc, alpha);
 }
 
+// ---- the steps of a key tile (one warp's 16 rows) ------------------------------------------------
+
+// The B operand of P V for dimensions 16 n.. and keys 16 ks.. of a V tile (key rows or V^T).
+template <class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_v(platform::frag_b& vb, const uint16_t* v_tile, int n, int ks) {
+  if constexpr (C::v_rows) platform::frag_load_b_rows(vb, v_tile + ks * 16 * C::ldv + n * 16, C::ldv);
+  else platform::frag_load_b(vb, v_tile + n * 16 * C::ldv + ks * 16, C::ldv);
+}
+
+// Scores of the warp's 16 rows (Q at q_w) against the tile's keys: S = Q K^T.
+template <class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_tile_scores(platform::frag_acc (&s_acc)[C::n_tiles_k], const uint16_t* q_w,
+                                                     const uint16_t* k_tile) {
+  TURBO3_UNROLL
+  for (int n = 0; n < C::n_tiles_k; ++n) platform::frag_zero(s_acc[n]);
+#pragma unroll 2
+  for (int ks = 0; ks < C::n_tiles_d; ++ks) {
+    platform::frag_a qa;
+    platform::frag_load_a(qa, q_w + ks * 16, C::ldq);
+    TURBO3_UNROLL
+    for (int n = 0; n < C::n_tiles_k; ++n) {
+      platform::frag_b kb;
+      platform::frag_load_b(kb, k_tile + n * 16 * C::ldk + ks * 16, C::ldk);
+      platform::frag_mma(s_acc[n], qa, kb);
+    }
+  }
+}
+
+// O += P V with P in registers (the A operands the fragment softmax left).
+template <class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_accumulate_values(platform::frag_acc (&o_acc)[C::n_tiles_d],
+                                                           const platform::frag_a (&pa)[C::n_tiles_k],
+                                                           const uint16_t* v_tile) {
+  TURBO3_UNROLL
+  for (int n = 0; n < C::n_tiles_d; ++n)
+    TURBO3_UNROLL
+    for (int ks = 0; ks < C::n_tiles_k; ++ks) {
+      platform::frag_b vb;
+      mma_load_v<C>(vb, v_tile, n, ks);
+      platform::frag_mma(o_acc[n], pa[ks], vb);
+    }
+}
+
 // ---- the kernel ----------------------------------------------------------------------------------
 
 template <int D, class KL, class VL, class C>
@@ -1226,11 +1269,6 @@ TURBO3_DEVICE void mma_body(const prefill_args& a) {
   // Buffer b of the K and V tiles (one buffer without double buffering).
   auto k16_of = [&](int b) { return k16 + b * (C::keys * C::ldk); };
   auto v16_of = [&](int b) { return v16 + b * (C::v_bytes / 2); };
-  // The B operand of P V for dimensions 16n.. and keys 16ks.. of a V tile.
-  auto load_v = [&](frag_b& vb, const uint16_t* v_tile, int n, int ks) {
-    if constexpr (C::v_rows) platform::frag_load_b_rows(vb, v_tile + ks * 16 * C::ldv + n * 16, C::ldv);
-    else platform::frag_load_b(vb, v_tile + n * 16 * C::ldv + ks * 16, C::ldv);
-  };
   // Tile t into buffer b: decoded from its stage, or loaded (and decoded) from the cache.
   auto fill = [&](int t, int b) {
     const int j0 = t * C::keys;
@@ -1301,34 +1339,14 @@ TURBO3_DEVICE void mma_body(const prefill_args& a) {
     const uint16_t* const v_tile = v16_of(buf);
 
     if (j0 < warp_end) {  // warp-uniform: some row of this warp sees a key of this tile
-      // ---- S = Q K^T (16 rows x keys) --------------------------------------------------------------
       frag_acc s_acc[C::n_tiles_k];
-      TURBO3_UNROLL
-      for (int n = 0; n < C::n_tiles_k; ++n) platform::frag_zero(s_acc[n]);
-#pragma unroll 2
-      for (int ks = 0; ks < C::n_tiles_d; ++ks) {
-        frag_a qa;
-        platform::frag_load_a(qa, q_w + ks * 16, C::ldq);
-        TURBO3_UNROLL
-        for (int n = 0; n < C::n_tiles_k; ++n) {
-          frag_b kb;
-          platform::frag_load_b(kb, k_tile + n * 16 * C::ldk + ks * 16, C::ldk);
-          platform::frag_mma(s_acc[n], qa, kb);
-        }
-      }
+      mma_tile_scores<C>(s_acc, q_w, k_tile);
 
       if constexpr (platform::frag_acc_is_a) {
         // ---- online softmax on the accumulators; P becomes the A operand in registers ------------
         frag_a pa[C::n_tiles_k];
         mma_fragment_softmax<false>(a, s_acc, lane_rows, m_lane, l_lane, pa, o_acc, j0);
-        TURBO3_UNROLL
-        for (int n = 0; n < C::n_tiles_d; ++n)
-          TURBO3_UNROLL
-          for (int ks = 0; ks < C::n_tiles_k; ++ks) {
-            frag_b vb;
-            load_v(vb, v_tile, n, ks);
-            platform::frag_mma(o_acc[n], pa[ks], vb);
-          }
+        mma_accumulate_values<C>(o_acc, pa, v_tile);
       } else {
         TURBO3_UNROLL
         for (int n = 0; n < C::n_tiles_k; ++n)
@@ -1399,7 +1417,7 @@ TURBO3_DEVICE void mma_body(const prefill_args& a) {
             TURBO3_UNROLL
             for (int ks = 0; ks < C::n_tiles_k; ++ks) {
               frag_b vb;
-              load_v(vb, v_tile, n, ks);
+              mma_load_v<C>(vb, v_tile, n, ks);
               platform::frag_mma(o_acc[n], pa[ks], vb);
             }
             platform::schedule_barrier();  // AMD: one slice's loads at a time (else they all hoist and spill)
