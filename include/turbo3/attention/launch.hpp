@@ -40,7 +40,9 @@ TURBO3_HD constexpr bool mma_by_default(platform::arch_family f) { return f == p
 inline kernel_choice route_on(const attention_params& p, const launch_options& opt, int device) {
   if (opt.kernel != kernel_choice::automatic) return opt.kernel;
   if (p.n_q() <= 2) return kernel_choice::vec;
-  if (mma_by_default(platform::device_family(device)) && mma_supported(p) == status::ok) return kernel_choice::mma;
+  const bool nvidia = mma_by_default(platform::device_family(device));
+  if (nvidia && vec_takes_verify_batch(p)) return kernel_choice::vec;
+  if (nvidia && mma_supported(p) == status::ok) return kernel_choice::mma;
   if (tile_supported(p) == status::ok) return kernel_choice::tile;
   if (materialize_supported(p) == status::ok) return kernel_choice::materialize;
   return kernel_choice::vec;  // head dims neither prefill route has (512): VEC still serves them
