@@ -12,6 +12,14 @@
 //                                        vec-counters (the same with caller-owned counters,
 //                                        launch_options::counters), vec-scalar (FMA) and vec-mma
 //                                        (matrix instructions) forced.
+//   verify/<kernel>/<kv>/d<D>/nq<R>/depth<N>
+//                                        R new query rows over N cached keys and themselves (a
+//                                        speculative-decoding verify step), causal; kernel auto (the
+//                                        launcher's choice: MMA with its keys split), mma-nosplit
+//                                        (kv_splits = 1) and vec (the decode kernels forced).
+//   ubatch/<kernel>/<kv>/d<D>/q<U>/depth<N>
+//                                        an engine's prompt ubatch: U queries over N cached keys and
+//                                        themselves with ggml's causal mask; kernel auto, mma-nosplit.
 // kv: f16 or turbo3 (both K and V). Q and out are f32, token-major as an engine lays them out.
 //
 // Method, the same for every family:
@@ -72,6 +80,10 @@ struct bench_config {
   bool prefill_mask = false;  // also register the /mask variants
   bool head_major = false;  // K/V layout: head-major instead of token-major
   int kv_splits = 0;        // decode split-KV count; 0: the launcher's choice
+  std::vector<int> verify_rows = {4, 8, 16};
+  std::vector<int> verify_depths = {32768, 131072};
+  std::vector<int> ubatch_depths = {0, 8192, 32768};
+  int ubatch = 512;
   // false: the caller rotates Q / un-rotates the output itself (an engine's own graph)
   bool library_rotates_q = true;
   bool library_unrotates_out = true;
@@ -171,6 +183,7 @@ struct prepared_case {
   hipEvent_t e0 = nullptr, e1 = nullptr;
   int calls = 0;              // calls per graph replay (= rotated copies)
   double working_set = 0;     // bytes read and written by one replay
+  size_t workspace = 0;       // workspace_bytes of one call
   std::string error;          // non-empty: the case is skipped with this message
 
   void* alloc(size_t bytes) {
@@ -221,6 +234,7 @@ void build_case(prepared_case& c, const std::vector<turbo3::attention_params>& s
   BENCH_CHECK(hipEventCreate(&c.e1));
   // Slack over workspace_bytes() for the alignment of several allocations in one call.
   const size_t ws = workspace_bytes(sets[0], opt);
+  c.workspace = ws;
   const size_t arena_bytes = arena_allocator::footprint(ws) + (size_t{64} << 10);
   arena_allocator arena(c.alloc(arena_bytes), arena_bytes);
 
@@ -505,6 +519,88 @@ void decode_benchmark(benchmark::State& state, const std::string& key, const dec
   state.counters["depth"] = depth;
 }
 
+// ---- verify and ubatch: new query rows over a deep cache -------------------------------------------
+struct chunk_kernel {
+  std::string name;
+  turbo3::launch_options options;
+};
+
+std::vector<chunk_kernel> chunk_kernels(bool with_vec) {
+  turbo3::launch_options no_split;
+  no_split.kv_splits = 1;
+  turbo3::launch_options vec;
+  vec.kernel = turbo3::kernel_choice::vec;
+  std::vector<chunk_kernel> k = {{"auto", turbo3::launch_options{}}, {"mma-nosplit", no_split}};
+  if (with_vec) k.push_back({"vec", vec});
+  return k;
+}
+
+// n_q new rows over depth cached keys and themselves (n_kv = depth + n_q): causal by the flag, or
+// (mask) by ggml's causal mask [n_kv, n_q].
+void chunk_benchmark(benchmark::State& state, const std::string& key, const turbo3::launch_options& options,
+                     turbo3::data_type kv, int d, int n_q, int depth, bool mask) {
+  using namespace turbo3;
+  const int H = g_config.n_head, HKV = g_config.n_head_kv;
+  const int n_kv = depth + n_q;
+  prepared_case* c = kept_case(key);
+  if (!c) {
+    g_case = std::make_unique<prepared_case>();
+    c = g_case.get();
+    c->key = key;
+    const size_t qo_bytes = static_cast<size_t>(d) * n_q * H * 4;
+    const size_t kv_bytes = row_bytes(kv, d) * static_cast<size_t>(n_kv) * HKV;
+    const size_t mask_bytes = mask ? static_cast<size_t>(n_kv) * n_q * 2 : 0;
+    const double set_bytes = 2.0 * qo_bytes + 2.0 * kv_bytes + mask_bytes;
+    const int copies = rotation_copies(set_bytes);
+    c->working_set = set_bytes * copies;
+    void* k_master = c->alloc(kv_bytes);
+    void* v_master = c->alloc(kv_bytes);
+    fill_random(k_master, static_cast<int64_t>(n_kv) * HKV, d, kv, 1u);
+    fill_random(v_master, static_cast<int64_t>(n_kv) * HKV, d, kv, 2u);
+    void* m_master = nullptr;
+    if (mask) {
+      m_master = c->alloc(mask_bytes);
+      fill_causal_mask_kernel<<<1024, 256>>>(static_cast<uint16_t*>(m_master), n_kv, n_q);
+      BENCH_CHECK(hipGetLastError());
+    }
+    std::vector<attention_params> sets(static_cast<size_t>(copies));
+    for (int i = 0; i < copies; ++i) {
+      attention_params& p = sets[static_cast<size_t>(i)];
+      void* q = c->alloc(qo_bytes);
+      void* out = c->alloc(qo_bytes);
+      fill_random(q, static_cast<int64_t>(n_q) * H, d, data_type::f32, 100u + static_cast<uint32_t>(i));
+      set_q_out(p, q, out, d, n_q, H);
+      set_kv(p.k, c->copy_of(k_master, kv_bytes, i), kv, d, n_kv, HKV);
+      set_kv(p.v, c->copy_of(v_master, kv_bytes, i), kv, d, n_kv, HKV);
+      if (mask) {
+        p.mask.data = c->copy_of(m_master, mask_bytes, i); p.mask.type = data_type::f16;
+        p.mask.ne[0] = n_kv; p.mask.ne[1] = n_q; p.mask.ne[2] = 1; p.mask.ne[3] = 1;
+        p.mask.nb[1] = static_cast<size_t>(n_kv) * 2; p.mask.nb[2] = p.mask.nb[1] * n_q; p.mask.nb[3] = p.mask.nb[2];
+      } else {
+        p.causal = true;
+      }
+      p.scale = 1.0f / std::sqrt(static_cast<float>(d));
+      p.rotate_q = g_config.library_rotates_q;
+      p.unrotate_out = g_config.library_unrotates_out;
+    }
+    BENCH_CHECK(hipDeviceSynchronize());
+    build_case(*c, sets, options);
+  }
+  if (!time_case(state, *c)) return;
+  const double pairs = static_cast<double>(n_q) * depth + 0.5 * static_cast<double>(n_q) * (n_q + 1);
+  state.counters["tokens_per_s"] = benchmark::Counter(n_q, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["TFLOPs"] = benchmark::Counter(4.0 * d * H * pairs / 1e12, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["kv_GBps"] = benchmark::Counter(2.0 * row_bytes(kv, d) * static_cast<double>(n_kv) * HKV / 1e9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["head_dim"] = d;
+  state.counters["n_q"] = n_q;
+  state.counters["depth"] = depth;
+  state.counters["workspace_MB"] = c->workspace / 1e6;
+  if (options.kernel != kernel_choice::vec)  // the MMA route: its key splits from its partial rows' bytes
+    state.counters["kv_splits"] =
+        c->workspace == 0 ? 1.0 : static_cast<double>((c->workspace - 15) / (static_cast<size_t>(n_q) * H * (d + 8) * 4));
+}
+
 std::vector<int> parse_list(const char* s) {
   std::vector<int> v;
   while (*s) {
@@ -537,6 +633,32 @@ void register_benchmarks() {
             }));
           }
   }
+  static const std::vector<chunk_kernel> verify_kernels = chunk_kernels(true);
+  for (int d : g_config.head_dims)
+    for (int depth : g_config.verify_depths)
+      for (int rows : g_config.verify_rows)
+        for (const chunk_kernel& kernel : verify_kernels)
+          for (data_type kv : kv_types) {
+            const std::string name = "verify/" + kernel.name + "/" + turbo3::to_string(kv) + "/d" + std::to_string(d) +
+                                     "/nq" + std::to_string(rows) + "/depth" + std::to_string(depth);
+            const turbo3::launch_options* o = &kernel.options;
+            setup(benchmark::RegisterBenchmark(name.c_str(), [name, o, kv, d, rows, depth](benchmark::State& s) {
+              chunk_benchmark(s, name, *o, kv, d, rows, depth, false);
+            }));
+          }
+  static const std::vector<chunk_kernel> ubatch_kernels = chunk_kernels(false);
+  for (int d : g_config.head_dims)
+    for (int depth : g_config.ubatch_depths)
+      for (const chunk_kernel& kernel : ubatch_kernels)
+        for (data_type kv : kv_types) {
+          const int u = g_config.ubatch;
+          const std::string name = "ubatch/" + kernel.name + "/" + turbo3::to_string(kv) + "/d" + std::to_string(d) +
+                                   "/q" + std::to_string(u) + "/depth" + std::to_string(depth);
+          const turbo3::launch_options* o = &kernel.options;
+          setup(benchmark::RegisterBenchmark(name.c_str(), [name, o, kv, d, u, depth](benchmark::State& s) {
+            chunk_benchmark(s, name, *o, kv, d, u, depth, true);
+          }));
+        }
   static const std::vector<decode_kernel> vec_kernels = decode_kernels();
   for (int d : g_config.head_dims)
     for (int depth : g_config.depths)
@@ -562,6 +684,10 @@ const char* const usage =
     "  --depths=a,b,...     decode context depths (default 4096,32768,131072)\n"
     "  --head-dims=a,b      decode head dims (default 128,256)\n"
     "  --kv-splits=N        decode split-KV count (default: the launcher's choice)\n"
+    "  --verify-rows=a,b    verify query rows (default 4,8,16)\n"
+    "  --verify-depths=a,b  verify depths (default 32768,131072)\n"
+    "  --ubatch=U           ubatch queries (default 512)\n"
+    "  --ubatch-depths=a,b  ubatch depths (default 0,8192,32768)\n"
     "  --head-major         K/V rows of each head contiguous (default: token-major, as engines store them)\n"
     "  --no-rotate          the caller rotates Q and the output itself (default: fused into the kernels)\n"
     "  --no-rotate-q        the caller rotates Q, the library un-rotates the output\n"
@@ -589,6 +715,10 @@ int main(int argc, char** argv) {
     else if (a == "--no-rotate-q") g_config.library_rotates_q = false;
     else if (a == "--no-unrotate-out") g_config.library_unrotates_out = false;
     else if (const char* v = value("--kv-splits=")) g_config.kv_splits = std::atoi(v);
+    else if (const char* v = value("--verify-rows=")) g_config.verify_rows = parse_list(v);
+    else if (const char* v = value("--verify-depths=")) g_config.verify_depths = parse_list(v);
+    else if (const char* v = value("--ubatch-depths=")) g_config.ubatch_depths = parse_list(v);
+    else if (const char* v = value("--ubatch=")) g_config.ubatch = std::atoi(v);
     else if (a == "--help" || a == "-h") {
       std::printf("%s\n", usage);
       rest.push_back(argv[i]);  // Google Benchmark prints its own flags

@@ -11,7 +11,7 @@ using T3 = kv::turbo3_loader;
 using F16 = kv::f16_loader;
 template <int D>
 using native = mma_config_for<D, platform::compiled_family>;
-#define TURBO3_MMA(D, K, V) template __global__ void mma_kernel<D, K, V, native<D>>(tile_args);
+#define TURBO3_MMA(D, K, V) template __global__ void mma_kernel<D, K, V, native<D>>(prefill_args);
 TURBO3_MMA(128, T3, T3) TURBO3_MMA(128, T3, F16) TURBO3_MMA(128, F16, T3) TURBO3_MMA(128, F16, F16)
 TURBO3_MMA(256, T3, T3) TURBO3_MMA(256, T3, F16) TURBO3_MMA(256, F16, T3) TURBO3_MMA(256, F16, F16)
 #undef TURBO3_MMA

@@ -13,7 +13,7 @@ using T3 = kv::turbo3_loader;
 using F16 = kv::f16_loader;
 template <int D>
 using native = tile_config_for<D, platform::compiled_family>;
-#define TURBO3_TILE(D, K, V) template __global__ void tile_kernel<D, K, V, native<D>>(tile_args);
+#define TURBO3_TILE(D, K, V) template __global__ void tile_kernel<D, K, V, native<D>>(prefill_args);
 TURBO3_TILE(64, F16, F16)
 TURBO3_TILE(128, T3, T3) TURBO3_TILE(128, T3, F16) TURBO3_TILE(128, F16, T3) TURBO3_TILE(128, F16, F16)
 TURBO3_TILE(256, T3, T3) TURBO3_TILE(256, T3, F16) TURBO3_TILE(256, F16, T3) TURBO3_TILE(256, F16, F16)

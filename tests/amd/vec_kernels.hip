@@ -7,7 +7,7 @@ namespace turbo3 {
 namespace detail {
 using T3 = kv::turbo3_loader;
 using F16 = kv::f16_loader;
-#define TURBO3_VEC(D, K, V, NR) template __global__ void vec_kernel<D, K, V, NR>(attention_args, int);
+#define TURBO3_VEC(D, K, V, ROWS) template __global__ void vec_kernel<D, K, V, ROWS>(attention_args, int);
 TURBO3_VEC(64, F16, F16, 1) TURBO3_VEC(64, F16, F16, 2) TURBO3_VEC(64, F16, F16, 4) TURBO3_VEC(64, F16, F16, 8) TURBO3_VEC(64, F16, F16, 16)
 template __global__ void vec_combine_kernel<64>(attention_args, int, int, bool);
 TURBO3_VEC(128, T3, T3, 1) TURBO3_VEC(128, T3, T3, 2) TURBO3_VEC(128, T3, T3, 4) TURBO3_VEC(128, T3, T3, 8) TURBO3_VEC(128, T3, T3, 16)

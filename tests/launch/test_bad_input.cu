@@ -153,21 +153,21 @@ TEST_CASE("routing: n_q <= 2 to VEC; prefill to MMA where the family runs it by 
     return p;
   };
   const attention_params decode = hp.params();  // turbo3, D = 128, one query
-  CHECK(detail::route(decode, {}) == kernel_choice::vec);
-  CHECK(detail::route(with_queries(decode, 2), {}) == kernel_choice::vec);
-  CHECK(detail::route(with_queries(decode, 3), {}) == prefill_default);
-  CHECK(detail::route(with_queries(with_head_dim(decode, data_type::turbo3, 256), 40), {}) == prefill_default);
-  CHECK(detail::route(with_queries(with_head_dim(decode, data_type::f16, 128), 40), {}) == prefill_default);
+  CHECK(turbo3::route(decode, {}) == kernel_choice::vec);
+  CHECK(turbo3::route(with_queries(decode, 2), {}) == kernel_choice::vec);
+  CHECK(turbo3::route(with_queries(decode, 3), {}) == prefill_default);
+  CHECK(turbo3::route(with_queries(with_head_dim(decode, data_type::turbo3, 256), 40), {}) == prefill_default);
+  CHECK(turbo3::route(with_queries(with_head_dim(decode, data_type::f16, 128), 40), {}) == prefill_default);
   // f16 D = 64: MMA does not cover it, TILE does
-  CHECK(detail::route(with_queries(with_head_dim(decode, data_type::f16, 64), 40), {}) == kernel_choice::tile);
+  CHECK(turbo3::route(with_queries(with_head_dim(decode, data_type::f16, 64), 40), {}) == kernel_choice::tile);
   // D = 512: no prefill kernel has it, VEC serves any n_q
-  CHECK(detail::route(with_queries(with_head_dim(decode, data_type::turbo3, 512), 40), {}) == kernel_choice::vec);
+  CHECK(turbo3::route(with_queries(with_head_dim(decode, data_type::turbo3, 512), 40), {}) == kernel_choice::vec);
   // a forced kernel is taken as given
   for (kernel_choice k : {kernel_choice::vec, kernel_choice::tile, kernel_choice::materialize, kernel_choice::mma}) {
     launch_options opt;
     opt.kernel = k;
-    CHECK(detail::route(decode, opt) == k);
-    CHECK(detail::route(with_queries(decode, 40), opt) == k);
+    CHECK(turbo3::route(decode, opt) == k);
+    CHECK(turbo3::route(with_queries(decode, 40), opt) == k);
   }
 }
 

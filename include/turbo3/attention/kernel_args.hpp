@@ -91,6 +91,12 @@ inline attention_views make_views(const attention_params& p, data_type k_was, da
   return a;
 }
 
+// Whether a view's rows (and head and sequence strides) are 16-byte aligned: the kernels' f16
+// K/V loads are 16 bytes wide.
+inline bool rows_aligned16(const tensor_view& t) {
+  return is_aligned(t.data, 16) && t.nb[1] % 16 == 0 && t.nb[2] % 16 == 0 && t.nb[3] % 16 == 0;
+}
+
 // VEC and its combine pass.
 struct attention_args : attention_views {
   float* partial;       // split-KV partials: [seq][kv_block][q_tile][split][row][D_v + 2]

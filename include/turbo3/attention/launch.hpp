@@ -1,21 +1,20 @@
 // flash_attention: validation, routing, workspace from the caller's allocator, launches on the
 // caller's stream. Never allocates on its own, never synchronizes: safe inside graph capture with
-// a capture-safe allocator.
+// a capture-safe allocator. This header only validates, routes and checks the allocator against
+// capture once; each kernel family answers the rest through its entry point (vec_launch.hpp,
+// tile.hpp, materialize.hpp, mma_launch.hpp: supported, plan, workspace_bytes, launch).
 #pragma once
 
 #include <cstddef>
 #include <type_traits>
 
-#include "turbo3/attention/kernel_args.hpp"
 #include "turbo3/attention/materialize.hpp"
-#include "turbo3/attention/mma.hpp"
-#include "turbo3/attention/mma_wg.hpp"
+#include "turbo3/attention/mma_launch.hpp"
+#include "turbo3/attention/options.hpp"
 #include "turbo3/attention/params.hpp"
 #include "turbo3/attention/tile.hpp"
 #include "turbo3/attention/validate.hpp"
-#include "turbo3/attention/vec.hpp"
-#include "turbo3/attention/vec_mma.hpp"
-#include "turbo3/attention/vec_warp.hpp"
+#include "turbo3/attention/vec_launch.hpp"
 #include "turbo3/memory.hpp"
 #include "turbo3/status.hpp"
 
@@ -23,426 +22,12 @@
 
 namespace turbo3 {
 
-enum class kernel_choice {
-  automatic,    // n_q <= 2: vec; else mma where the device runs it by default (mma_by_default)
-                // and the shape is covered, else tile where it applies, else materialize, else vec
-  vec,          // force the decode kernel for any n_q (the "VEC for prefill" baseline)
-  tile,         // force the scalar prefill kernel
-  materialize,  // force dequantize-to-f16 then the f16 prefill kernel
-  mma,          // force the matrix-core prefill kernel (D 128/256)
-};
-
-// Which decode (VEC) kernel runs. Each falls back to `scalar` where it does not apply.
-enum class vec_variant {
-  automatic,  // `warp` where it applies, else `scalar`
-  scalar,     // FMA kernel: every head dim, K/V type pair and row count
-  matrix,     // block-synchronous matrix-instruction kernel (NVIDIA; D 128/256, up to 8 rows)
-  warp,       // warp-owned key ranges, asynchronous staging, matrix instructions (NVIDIA; turbo3
-              // K and V, D 128/256, up to 8 rows)
-};
-
-// Which matrix-core prefill (MMA) kernel runs. `warpgroup` falls back to `fragment` where it does
-// not apply.
-enum class mma_variant {
-  automatic,  // where warpgroup multiplies apply: `warp_specialized` (the faster form:
-              // docs/performance.md, MMA); elsewhere `fragment`
-  fragment,   // 16x16x16 fragment multiplies (every matrix-core target)
-  warpgroup,  // warpgroup multiplies from shared memory, two warpgroups that fill the K/V tiles and
-              // multiply (NVIDIA sm_90 in builds for sm_90a that define TURBO3_WARPGROUP_MMA_BUILT;
-              // D 256, K and V both f16 or both turbo3)
-  warp_specialized,  // warpgroup multiplies with producer warpgroups (two for turbo3, one for f16)
-                     // that fill the K/V tiles while two others only multiply and run the softmax
-                     // (same coverage)
-};
-
-struct launch_options {
-  kernel_choice kernel = kernel_choice::automatic;
-  int kv_splits = 0;  // VEC split-KV count; 0 chooses from the device's multiprocessor count
-  vec_variant vec = vec_variant::automatic;
-  mma_variant mma = mma_variant::automatic;
-  // Optional caller-owned counter memory for the decode kernels that count their splits and hand
-  // out their keys at run time (the warp variant): at least counter_bytes(params, options) bytes,
-  // 128-byte aligned, all zero before the first call that passes it, and used by one stream at a
-  // time. Such a call takes its counters from it and leaves them zero, and queues no zeroing
-  // kernel in front of its own (a graph node fewer per call: 1.3-2.3 us on an H200). nullptr: the
-  // counters live in the workspace and are zeroed before every launch.
-  void* counters = nullptr;
-  size_t counters_bytes = 0;
-};
-
 namespace detail {
-
-// launch_options within range: each enum one of its named values (an enum object may hold any
-// value of its underlying type), kv_splits >= 0 (0: chosen from the device; above vec_max_splits
-// it is capped). invalid_argument otherwise, before anything else happens.
-inline status validate_options(const launch_options& opt) {
-  switch (opt.kernel) {
-    case kernel_choice::automatic: case kernel_choice::vec: case kernel_choice::tile:
-    case kernel_choice::materialize: case kernel_choice::mma: break;
-    default: return status::invalid_argument;
-  }
-  switch (opt.vec) {
-    case vec_variant::automatic: case vec_variant::scalar: case vec_variant::matrix: case vec_variant::warp: break;
-    default: return status::invalid_argument;
-  }
-  switch (opt.mma) {
-    case mma_variant::automatic: case mma_variant::fragment: case mma_variant::warpgroup:
-    case mma_variant::warp_specialized: break;
-    default: return status::invalid_argument;
-  }
-  if (opt.kv_splits < 0) return status::invalid_argument;
-  return status::ok;
-}
 
 // validate(p) and validate_options(opt): the checks every public entry point makes first.
 inline status validate_call(const attention_params& p, const launch_options& opt) {
   const status s = validate(p);
   return s != status::ok ? s : validate_options(opt);
-}
-
-// Multiprocessor count of a device, read once per device (eagerly, or on first use: the attribute
-// query is not a stream operation, so it is legal under capture too). Where the query fails the
-// count is not kept and 80 is planned with this time (correctness does not depend on it).
-inline int multiprocessor_count(int device) {
-  static platform::per_device_value counts;
-  int v = 0;
-  const bool known = counts.get(device, v, [&](int& count) {
-    const platform::error_scope errors;
-    if (hipDeviceGetAttribute(&count, hipDeviceAttributeMultiprocessorCount, device) != hipSuccess) {
-      errors.clear_own();
-      return false;
-    }
-    return count > 0;
-  });
-  return known ? v : 80;
-}
-
-// Work-groups of a kernel resident per multiprocessor on the current device, or -1 where the
-// query fails (registers and shared memory decide it, and they differ between architectures).
-template <class Kernel>
-int resident_blocks(Kernel kernel, int threads, size_t smem_bytes) {
-  const platform::error_scope errors;
-  int n = 0;
-  if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, smem_bytes) != hipSuccess || n < 0) {
-    errors.clear_own();
-    return -1;
-  }
-  return n;
-}
-
-// How a VEC call is laid out: rows per work-group, queries per work-group, head and KV splits.
-struct vec_plan {
-  int head_dim = 0;
-  vec_variant variant = vec_variant::scalar;  // resolved: scalar, matrix or warp
-  int rows = 0;          // NR: padded rows per work-group
-  int ncols = 1;
-  int head_splits = 1;
-  int q_tiles = 1;
-  int n_splits = 1;
-  int tiles_per_split = 1;
-  size_t partial_floats = 0;
-  // Row sets of a kernel that merges its own splits and claims its keys at run time (the warp
-  // variant), each with a split counter and a work counter; 0: the combine kernel merges.
-  int counted_row_sets = 0;
-  int warp_warps = 4;       // the warp variant's warps per work-group (vec_warp_warps)
-  int warp_col_blocks = 2;  // the warp variant's value-side column blocks of 4 query rows (1: at most 4 rows)
-};
-
-// Workspace of a VEC call: the partials, from the workspace's first vec_partial_align boundary
-// (an allocator need not align more; the workspace holds that slack), then, from the next 128-byte
-// boundary after them, a line of counters per counted row set (vec_counter_stride words: the
-// splits stored, then the key chunks claimed).
-inline size_t vec_counters_offset_floats(const vec_plan& plan) {
-  return (plan.partial_floats + vec_counter_stride - 1) / vec_counter_stride * vec_counter_stride;
-}
-inline int vec_counter_words(const vec_plan& plan) { return vec_counter_stride * plan.counted_row_sets; }
-inline size_t vec_counter_bytes(const vec_plan& plan) { return static_cast<size_t>(vec_counter_words(plan)) * sizeof(unsigned); }
-// Without caller-owned counters (persistent == false) the counters come after the partials.
-inline size_t vec_workspace_bytes(const vec_plan& plan, bool persistent_counters = false) {
-  return vec_partial_align - 1 + (plan.counted_row_sets > 0 && !persistent_counters
-                                      ? vec_counters_offset_floats(plan) * sizeof(float) + vec_counter_bytes(plan)
-                                      : plan.partial_floats * sizeof(float));
-}
-
-// ---- dispatch from run-time head dim, types and rows to the template instantiations ----------
-// A kernel with its work-group size and dynamic shared memory in bytes (0: none).
-template <auto Kernel, int Threads = vec_threads, int SmemBytes = 0>
-struct kernel_constant {
-  static constexpr auto value = Kernel;
-  static constexpr int threads = Threads;
-  static constexpr int smem_bytes = SmemBytes;
-};
-
-// The VEC kernel of a plan (head dim D, variant, rows) for the K/V types, as a kernel_constant
-// passed to f: the launch and the occupancy query both come through here, so they cannot disagree.
-template <int D, class F>
-void with_vec_kernel(const vec_plan& plan, data_type k, data_type v, bool masked, F&& f) {
-  using T3 = kv::turbo3_loader;
-  using F16 = kv::f16_loader;
-  if constexpr (platform::has_mma_m16n8k16 && vec_warp_head_dim(D)) {
-    if (plan.variant == vec_variant::warp) {
-      auto with_shape = [&](auto vcb, auto warps) {
-        constexpr int VCB = decltype(vcb)::value, W = decltype(warps)::value;
-        using C = vec_warp_config<D, W>;
-        if (masked) f(kernel_constant<&vec_warp_kernel<D, true, VCB, W>, C::threads, C::smem_bytes>{});
-        else f(kernel_constant<&vec_warp_kernel<D, false, VCB, W>, C::threads, C::smem_bytes>{});
-      };
-      using one = std::integral_constant<int, 1>;
-      using four = std::integral_constant<int, 4>;
-      if (plan.warp_col_blocks == 1) {
-        if constexpr (D == 256) {
-          if (plan.warp_warps == vec_warp_deep_warps) return with_shape(one{}, std::integral_constant<int, vec_warp_deep_warps>{});
-        }
-        with_shape(one{}, four{});
-      } else {
-        with_shape(std::integral_constant<int, 2>{}, four{});
-      }
-      return;
-    }
-  }
-  if constexpr (platform::has_mma_m16n8k16 && vec_mma_head_dim(D)) {
-    if (plan.variant == vec_variant::matrix) {
-      if (k == data_type::turbo3 && v == data_type::turbo3) f(kernel_constant<&vec_mma_kernel<D, T3, T3>>{});
-      else if (k == data_type::turbo3) f(kernel_constant<&vec_mma_kernel<D, T3, F16>>{});
-      else if (v == data_type::turbo3) f(kernel_constant<&vec_mma_kernel<D, F16, T3>>{});
-      else f(kernel_constant<&vec_mma_kernel<D, F16, F16>>{});
-      return;
-    }
-  }
-  auto with_rows = [&](auto k_loader, auto v_loader) {
-    using KL = decltype(k_loader);
-    using VL = decltype(v_loader);
-    switch (plan.rows) {
-      case 1: f(kernel_constant<&vec_kernel<D, KL, VL, 1>>{}); break;
-      case 2: f(kernel_constant<&vec_kernel<D, KL, VL, 2>>{}); break;
-      case 4: f(kernel_constant<&vec_kernel<D, KL, VL, 4>>{}); break;
-      case 8: f(kernel_constant<&vec_kernel<D, KL, VL, 8>>{}); break;
-      default:
-        if constexpr (vec_max_rows(D) >= 16) f(kernel_constant<&vec_kernel<D, KL, VL, 16>>{});
-        break;
-    }
-  };
-  if constexpr (D % block_values == 0) {
-    if (k == data_type::turbo3 && v == data_type::turbo3) return with_rows(T3{}, T3{});
-    if (k == data_type::turbo3) return with_rows(T3{}, F16{});
-    if (v == data_type::turbo3) return with_rows(F16{}, T3{});
-  }
-  with_rows(F16{}, F16{});
-}
-
-// f(std::integral_constant<int, D>{}) for the VEC head dims D in {64, 128, 256, 512}; nothing for
-// another head_dim (validation rejects those before any launch).
-template <class F>
-void with_vec_head_dim(int head_dim, F&& f) {
-  switch (head_dim) {
-    case 64: f(std::integral_constant<int, 64>{}); break;
-    case 128: f(std::integral_constant<int, 128>{}); break;
-    case 256: f(std::integral_constant<int, 256>{}); break;
-    case 512: f(std::integral_constant<int, 512>{}); break;
-    default: break;
-  }
-}
-
-// Work-groups of a plan's kernel resident per multiprocessor of `device` (registers and shared
-// memory decide it, and they differ between kernels and architectures: f16 at D = 256 fits 3 on an
-// H200, D = 512 2), queried once per kernel and device. Dynamic shared memory past 48 KB is
-// allowed first (raise_smem_limit, per device: the attribute applies to the current device only).
-// 0 where the device refuses the shared memory, so the planner never picks a kernel that cannot
-// launch. A failed query is not kept: vec_target_blocks_per_sm this time, asked again next time.
-// The queries run with `device` current (device_guard: no runtime call where it already is).
-template <class K>
-int resident_blocks_of(int device) {
-  static platform::per_device_value resident;
-  int n = 0;
-  const bool known = resident.get(device, n, [&](int& blocks) {
-    const platform::device_guard on_device(device);
-    if (!on_device.ok()) return false;
-    if (K::smem_bytes > 48 * 1024 && !raise_smem_limit(K::value, K::smem_bytes)) {
-      blocks = 0;
-      return true;
-    }
-    blocks = resident_blocks(K::value, K::threads, K::smem_bytes);
-    return blocks >= 0;
-  });
-  return known ? n : vec_target_blocks_per_sm;
-}
-
-inline int vec_resident_blocks(const vec_plan& plan, data_type k, data_type v, bool masked, int device) {
-  int n = vec_target_blocks_per_sm;
-  with_vec_head_dim(plan.head_dim, [&](auto d) {
-    with_vec_kernel<decltype(d)::value>(plan, k, v, masked,
-                                        [&](auto kernel) { n = resident_blocks_of<decltype(kernel)>(device); });
-  });
-  return n;
-}
-
-inline bool aligned16(const tensor_view& t) {
-  return is_aligned(t.data, 16) && t.nb[1] % 16 == 0 && t.nb[2] % 16 == 0 && t.nb[3] % 16 == 0;
-}
-
-// How a VEC call's query rows fall to work-groups: the head splits of a GQA group, the heads and
-// queries of one work-group, and the query tiles (GQA <= 64, vec_supported).
-struct vec_row_layout {
-  int head_splits = 1;
-  int heads_per_block = 1;
-  int ncols = 1;
-  int64_t q_tiles = 1;
-};
-inline vec_row_layout vec_rows_of(const attention_params& p) {
-  vec_row_layout l;
-  const int gqa = static_cast<int>(p.n_head() / p.n_head_kv());
-  const int max_rows = vec_max_rows(static_cast<int>(p.head_dim_v()));
-  l.head_splits = (gqa + max_rows - 1) / max_rows;
-  while (gqa % l.head_splits != 0) ++l.head_splits;
-  l.heads_per_block = gqa / l.head_splits;
-  l.ncols = (p.n_q() >= 2 && 2 * l.heads_per_block <= max_rows) ? 2 : 1;
-  l.q_tiles = (p.n_q() + l.ncols - 1) / l.ncols;
-  return l;
-}
-
-// The launch limit of a grid's y and z dimensions (x: 2^31 - 1).
-inline constexpr int64_t max_grid_yz = 65535;
-
-// Whether the VEC kernels take these (validated) params: head dims, f16 rows 16-byte aligned,
-// GQA <= 64, and grids within the launch limits: the decode kernel's (splits <= 256, KV heads x
-// head splits, sequences x query tiles) and the combine kernel's (queries x slices, n_head, n_seq;
-// its x stays far below 2^31 once sequences x query tiles fits).
-inline status vec_supported(const attention_params& p) {
-  if (!has_kernel_loader(p.k.type) || !has_kernel_loader(p.v.type)) return status::unsupported;
-  const int64_t dk = p.head_dim_k(), dv = p.head_dim_v();
-  if (dk != dv) return status::unsupported;
-  const bool any_turbo3 = p.k.type == data_type::turbo3 || p.v.type == data_type::turbo3;
-  const bool dim_ok = dk == 128 || dk == 256 || dk == 512 || (dk == 64 && !any_turbo3);
-  if (!dim_ok) return status::unsupported;
-  if (p.k.type == data_type::f16 && !aligned16(p.k)) return status::unsupported;
-  if (p.v.type == data_type::f16 && !aligned16(p.v)) return status::unsupported;
-  if (p.n_head() / p.n_head_kv() > 64) return status::unsupported;
-  const vec_row_layout l = vec_rows_of(p);
-  if (p.n_head_kv() * l.head_splits > max_grid_yz || p.n_seq() * l.q_tiles > max_grid_yz ||
-      p.n_head() > max_grid_yz)
-    return status::unsupported;
-  return status::ok;
-}
-
-inline int next_pow2(int x) {
-  int p = 1;
-  while (p < x) p *= 2;
-  return p;
-}
-
-// The plan of a vec_supported call on `device` (its multiprocessor count and the occupancy of its
-// kernels there).
-inline vec_plan make_vec_plan(const attention_params& p, const launch_options& opt, int device) {
-  const int multiprocessors = multiprocessor_count(device);
-  vec_plan plan;
-  plan.head_dim = static_cast<int>(p.head_dim_v());
-  const vec_row_layout l = vec_rows_of(p);
-  plan.head_splits = l.head_splits;
-  const int heads_per_block = l.heads_per_block;
-  plan.ncols = l.ncols;
-  plan.rows = next_pow2(heads_per_block * plan.ncols);
-  const bool mma_rows = platform::has_mma_m16n8k16 && vec_mma_head_dim(plan.head_dim) && plan.rows <= vec_mma_rows;
-  const bool turbo3_kv = p.k.type == data_type::turbo3 && p.v.type == data_type::turbo3;
-  if (opt.vec == vec_variant::matrix && mma_rows) {
-    plan.variant = vec_variant::matrix;
-    plan.rows = vec_mma_rows;
-  } else if ((opt.vec == vec_variant::automatic || opt.vec == vec_variant::warp) && mma_rows && turbo3_kv &&
-             vec_warp_head_dim(plan.head_dim)) {
-    plan.variant = vec_variant::warp;
-    plan.warp_col_blocks = heads_per_block * plan.ncols <= 4 ? 1 : 2;
-    plan.warp_warps = vec_warp_warps(plan.head_dim, plan.warp_col_blocks, p.n_kv());
-    // 6 warps take 64.5 KB of shared memory: where the device refuses it, 4.
-    if (plan.warp_warps != 4 && vec_resident_blocks(plan, p.k.type, p.v.type, p.mask.data != nullptr, device) == 0)
-      plan.warp_warps = 4;
-    plan.rows = vec_warp_rows;
-  }
-  plan.q_tiles = static_cast<int>(l.q_tiles);
-  const int split_unit = plan.variant == vec_variant::warp ? vec_warp_split_keys(plan.warp_warps) : vec_tile;  // keys
-  const int n_tiles = static_cast<int>((p.n_kv() + split_unit - 1) / split_unit);
-  const int64_t base_blocks = p.n_seq() * p.n_head_kv() * plan.head_splits * plan.q_tiles;
-  int splits = opt.kv_splits;
-  if (splits <= 0) {
-    // Up to vec_target_blocks_per_sm work-groups per SM, fewer where fewer are resident, in one
-    // wave (a second, partial wave would leave most of the GPU idle while it runs). Measured on an
-    // H200 (8 KV heads): a full wave of 4 lost to 2 per SM at depth 4096 and 32768 (every split
-    // adds a Q load, a merge and a partial row); 3 per SM against 2, us at depth 32768 / 131072:
-    // f16 D = 256 99.5 / 308 vs 113 / 391, f16 D = 128 56 / 156 vs 59 / 190, all unchanged at 4096.
-    // The turbo3 warp kernel at D = 256 fits 2 (its registers: vec_warp_min_blocks).
-    const int resident = vec_resident_blocks(plan, p.k.type, p.v.type, p.mask.data != nullptr, device);
-    const int per_sm = resident < vec_target_blocks_per_sm ? resident : vec_target_blocks_per_sm;
-    const int64_t target = per_sm * static_cast<int64_t>(multiprocessors);
-    splits = static_cast<int>(target / base_blocks);
-    if (splits < 1) splits = 1;
-  }
-  splits = splits < 1 ? 1 : splits > vec_max_splits ? vec_max_splits : splits;
-  splits = splits > n_tiles ? n_tiles : splits;
-  plan.tiles_per_split = (n_tiles + splits - 1) / splits;
-  plan.n_splits = (n_tiles + plan.tiles_per_split - 1) / plan.tiles_per_split;
-  plan.partial_floats = static_cast<size_t>(base_blocks) * plan.n_splits * plan.rows * vec_partial_pitch(plan.head_dim);
-  plan.counted_row_sets = plan.variant == vec_variant::warp ? static_cast<int>(base_blocks) : 0;
-  return plan;
-}
-
-inline attention_args make_args(const attention_params& p) {
-  attention_args a{};
-  static_cast<attention_views&>(a) = make_views(p, p.k.type, p.v.type);
-  return a;
-}
-
-template <int D>
-void launch_vec_types(const attention_args& a, const vec_plan& plan, data_type k, data_type v, int device,
-                      hipStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(plan.n_splits), static_cast<unsigned>(a.n_head_kv * plan.head_splits),
-                  static_cast<unsigned>(a.n_seq * plan.q_tiles));
-  with_vec_kernel<D>(plan, k, v, a.mask != nullptr,
-                     [&](auto kernel) {
-                       using K = decltype(kernel);
-                       // the shared-memory limit raised on this device before the first launch there
-                       (void)resident_blocks_of<K>(device);
-                       K::value<<<grid, K::threads, K::smem_bytes, stream>>>(a, plan.head_splits);
-                     });
-}
-
-template <int D>
-void launch_vec_combine(const attention_args& a, const vec_plan& plan, hipStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(a.n_q * vec_combine_slices<D>), static_cast<unsigned>(a.n_head),
-                  static_cast<unsigned>(a.n_seq));
-  vec_combine_kernel<D><<<grid, vec_threads, 0, stream>>>(a, plan.head_splits, plan.rows, a.unrotate_out);
-}
-
-template <int D>
-void launch_vec_dim(const attention_args& a, const vec_plan& plan, data_type k, data_type v, int device,
-                    hipStream_t stream) {
-  launch_vec_types<D>(a, plan, k, v, device, stream);
-  if (!a.split_counters) launch_vec_combine<D>(a, plan, stream);
-}
-
-// workspace: vec_workspace_bytes(plan, persistent != nullptr) bytes; persistent: caller-owned
-// zeroed counters (launch_options::counters) or nullptr; device: the stream's. Returns false if a
-// launch could not be queued (an error the caller left pending is neither cleared nor taken for
-// one of these launches: error_scope).
-inline bool launch_vec(const attention_params& p, attention_args a, const vec_plan& plan, void* workspace,
-                       unsigned* persistent, int device, hipStream_t stream) {
-  const platform::error_scope errors;
-  a.ncols = plan.ncols;
-  a.q_tiles = plan.q_tiles;
-  a.n_splits = plan.n_splits;
-  a.tiles_per_split = plan.tiles_per_split;
-  a.partial = static_cast<float*>(align_up(workspace, vec_partial_align));
-  const bool counted = plan.counted_row_sets > 0;
-  unsigned* const counters =
-      !counted ? nullptr : persistent ? persistent : reinterpret_cast<unsigned*>(a.partial + vec_counters_offset_floats(plan));
-  a.split_counters = counters;
-  a.work_counters = counted ? counters + 1 : nullptr;
-  a.reset_counters = counted && persistent;
-  if (counted && !persistent) {
-    const int n = vec_counter_words(plan);
-    const int blocks = (n + vec_zero_threads - 1) / vec_zero_threads;
-    vec_zero_counters_kernel<vec_zero_threads><<<blocks < 1024 ? blocks : 1024, vec_zero_threads, 0, stream>>>(counters, n);
-  }
-  with_vec_head_dim(plan.head_dim,
-                    [&](auto d) { launch_vec_dim<decltype(d)::value>(a, plan, p.k.type, p.v.type, device, stream); });
-  return errors.launches_ok();
 }
 
 // Families whose automatic prefill route is the MMA kernel. NVIDIA: tested, and 4.6-11.7x faster
@@ -455,45 +40,59 @@ TURBO3_HD constexpr bool mma_by_default(platform::arch_family f) { return f == p
 inline kernel_choice route_on(const attention_params& p, const launch_options& opt, int device) {
   if (opt.kernel != kernel_choice::automatic) return opt.kernel;
   if (p.n_q() <= 2) return kernel_choice::vec;
-  if (mma_by_default(platform::device_family(device)) && mma_supported(p) == status::ok) return kernel_choice::mma;
+  const bool nvidia = mma_by_default(platform::device_family(device));
+  if (nvidia && vec_takes_verify_batch(p)) return kernel_choice::vec;
+  if (nvidia && mma_supported(p) == status::ok) return kernel_choice::mma;
   if (tile_supported(p) == status::ok) return kernel_choice::tile;
   if (materialize_supported(p) == status::ok) return kernel_choice::materialize;
   return kernel_choice::vec;  // head dims neither prefill route has (512): VEC still serves them
 }
 
-// The route of a call on the current device.
-inline kernel_choice route(const attention_params& p, const launch_options& opt) {
-  return route_on(p, opt, platform::current_device());
-}
-
-// The MMA form a call runs: the one it forces, or the default, the warp-specialized form (run_mma
-// falls back to the fragment kernel where no warpgroup form applies). It is the faster form for
-// both types, causal and masked: turbo3's producers decode beside the multiplies, and f16 gains
-// once the multiplies' descriptors sit in uniform registers (docs/performance.md, MMA).
-inline mma_form mma_form_of(mma_variant v) {
-  switch (v) {
-    case mma_variant::fragment: return mma_form::fragment;
-    case mma_variant::warpgroup: return mma_form::warpgroup;
-    case mma_variant::warp_specialized: return mma_form::warp_specialized;
-    case mma_variant::automatic: break;
+// f(Family{}) for the family of a route.
+template <class F>
+auto with_family(kernel_choice k, F&& f) {
+  switch (k) {
+    case kernel_choice::mma: return f(mma_family{});
+    case kernel_choice::tile: return f(tile_family{});
+    case kernel_choice::materialize: return f(materialize_family{});
+    default: return f(vec_family{});
   }
-  return mma_form::warp_specialized;
 }
 
-// The plan, on the current device, of a valid call (validate_call == ok) that routes to a VEC
-// kernel able to run it; false for every other route (the size queries then report no VEC memory).
-inline bool routed_vec_plan(const attention_params& p, const launch_options& opt, vec_plan& plan) {
-  const int device = platform::current_device();
-  if (route_on(p, opt, device) != kernel_choice::vec || vec_supported(p) != status::ok) return false;
-  plan = make_vec_plan(p, opt, device);
-  return true;
+// The plan of a valid call on `device` through its family; unsupported or invalid_argument where
+// the family does not take it or refuses its options.
+template <class Family>
+status plan_call(const attention_params& p, const launch_options& opt, int device, typename Family::plan_type& plan) {
+  const status s = Family::supported(p);
+  return s != status::ok ? s : Family::plan(p, opt, device, plan);
+}
+
+// A validated call through its family: supported and planned, the allocator checked against
+// capture, the plan's workspace from the allocator for the launch and back after it.
+template <class Family, class Allocator>
+status run_family(const attention_params& p, const launch_options& opt, Allocator& allocator, int device,
+                  hipStream_t stream) {
+  typename Family::plan_type plan{};
+  status s = plan_call<Family>(p, opt, device, plan);
+  if (s != status::ok) return s;
+  s = check_capture(allocator, stream);
+  if (s != status::ok) return s;
+  const size_t bytes = Family::workspace_bytes(plan);
+  void* workspace = nullptr;
+  if (bytes > 0) {
+    workspace = allocator.allocate(bytes, stream);
+    if (!workspace) return status::out_of_memory;
+  }
+  s = Family::launch(p, plan, workspace, device, stream);
+  if (workspace) allocator.deallocate(workspace, bytes, stream);
+  return s;
 }
 
 }  // namespace detail
 
 // The kernel family flash_attention(p, ..., opt) runs for a valid p on the current device.
 inline kernel_choice route(const attention_params& p, const launch_options& opt = {}) {
-  return detail::route(p, opt);
+  return detail::route_on(p, opt, platform::current_device());
 }
 
 // ok when flash_attention(p, ..., opt) would launch its kernels on the current device: p and opt
@@ -504,35 +103,32 @@ inline kernel_choice route(const attention_params& p, const launch_options& opt 
 inline status supported(const attention_params& p, const launch_options& opt = {}) {
   const status s = detail::validate_call(p, opt);
   if (s != status::ok) return s;
-  switch (detail::route(p, opt)) {
-    case kernel_choice::mma: return detail::mma_supported(p);
-    case kernel_choice::tile: return detail::tile_supported(p);
-    case kernel_choice::materialize: return detail::materialize_supported(p);
-    case kernel_choice::vec: return detail::vec_supported(p);
-    case kernel_choice::automatic: break;
-  }
-  return status::unsupported;
+  return detail::with_family(route(p, opt), [&](auto family) { return decltype(family)::supported(p); });
 }
 
-// Bytes of workspace flash_attention will ask the allocator for with these params and options
-// (0 for invalid or unsupported input). VEC: the split-KV partials, O(n_seq * n_head * n_q *
-// splits * D) floats, independent of n_kv beyond the split count (at most 256 splits). TILE:
-// none. MMA: none. Materialize: the dense f16 copies, n_seq * n_head_kv * n_kv * D * 2 bytes per copied view.
+// Bytes of workspace flash_attention will ask the allocator for with these params and options on
+// the current device (0 for invalid or unsupported input). VEC: the split-KV partials, O(n_seq *
+// n_head * n_q * splits * D) floats, independent of n_kv beyond the split count (at most 256
+// splits). TILE: none. MMA: with a key split, its partial rows, n_seq * n_head * n_q * splits *
+// (D + 8) floats (at most 64 splits); none without. Materialize: the dense f16 copies, n_seq *
+// n_head_kv * n_kv * D * 2 bytes per copied view.
 inline size_t workspace_bytes(const attention_params& p, const launch_options& opt = {}) {
   if (detail::validate_call(p, opt) != status::ok) return 0;
-  if (detail::route(p, opt) == kernel_choice::tile) return 0;  // TILE needs no workspace
-  if (detail::route(p, opt) == kernel_choice::mma) return 0;   // nor does MMA
-  if (detail::route(p, opt) == kernel_choice::materialize) return detail::materialize_workspace_bytes(p);
-  detail::vec_plan plan;
-  return detail::routed_vec_plan(p, opt, plan) ? detail::vec_workspace_bytes(plan, opt.counters != nullptr) : 0;
+  const int device = platform::current_device();
+  return detail::with_family(detail::route_on(p, opt, device), [&](auto family) -> size_t {
+    using Family = decltype(family);
+    typename Family::plan_type plan{};
+    return detail::plan_call<Family>(p, opt, device, plan) == status::ok ? Family::workspace_bytes(plan) : 0;
+  });
 }
 
 // Bytes of caller-owned counter memory (launch_options::counters) a call needs; 0 where its kernel
 // keeps no counters (every route but the warp decode kernel) or the input is invalid.
 inline size_t counter_bytes(const attention_params& p, const launch_options& opt = {}) {
   if (detail::validate_call(p, opt) != status::ok) return 0;
-  detail::vec_plan plan;
-  return detail::routed_vec_plan(p, opt, plan) ? detail::vec_counter_bytes(plan) : 0;
+  const int device = platform::current_device();
+  if (detail::route_on(p, opt, device) != kernel_choice::vec || detail::vec_supported(p) != status::ok) return 0;
+  return detail::vec_counter_bytes(detail::make_vec_plan(p, opt, device));
 }
 
 // One-time setup of `device` outside any capture: caches its properties and the occupancy of every
@@ -567,7 +163,7 @@ inline status init(int device) {
     errors.clear_own();
     return status::runtime_error;
   }
-  (void)detail::multiprocessor_count(device);
+  (void)platform::multiprocessor_count(device);
   return status::ok;
 }
 
@@ -575,34 +171,12 @@ template <class Allocator>
 status flash_attention(const attention_params& p, Allocator& allocator, hipStream_t stream,
                        const launch_options& opt = {}) {
   static_assert(is_allocator_v<Allocator>, "flash_attention: Allocator does not model the allocator concept");
-  status s = detail::validate_call(p, opt);
+  const status s = detail::validate_call(p, opt);
   if (s != status::ok) return s;
   const int device = platform::stream_device(stream);  // routing and planning are for the stream's device
-  const kernel_choice kernel = detail::route_on(p, opt, device);
-  if (kernel == kernel_choice::mma) {
-    return detail::run_mma(p, detail::mma_form_of(opt.mma), allocator, device, stream);
-  }
-  if (kernel == kernel_choice::tile || kernel == kernel_choice::materialize)
-    return detail::run_prefill(p, allocator, device, stream, kernel == kernel_choice::materialize);
-  if (kernel != kernel_choice::vec) return status::unsupported;
-  s = detail::vec_supported(p);
-  if (s != status::ok) return s;
-  s = check_capture(allocator, stream);
-  if (s != status::ok) return s;
-
-  const detail::vec_plan plan = detail::make_vec_plan(p, opt, device);
-  unsigned* persistent = nullptr;
-  if (opt.counters && plan.counted_row_sets > 0) {
-    if (opt.counters_bytes < detail::vec_counter_bytes(plan) || reinterpret_cast<uintptr_t>(opt.counters) % 128 != 0)
-      return status::invalid_argument;
-    persistent = static_cast<unsigned*>(opt.counters);
-  }
-  const size_t bytes = detail::vec_workspace_bytes(plan, persistent != nullptr);
-  void* workspace = allocator.allocate(bytes, stream);
-  if (!workspace) return status::out_of_memory;
-  const bool launched = detail::launch_vec(p, detail::make_args(p), plan, workspace, persistent, device, stream);
-  allocator.deallocate(workspace, bytes, stream);
-  return launched ? status::ok : status::runtime_error;
+  return detail::with_family(detail::route_on(p, opt, device), [&](auto family) {
+    return detail::run_family<decltype(family)>(p, opt, allocator, device, stream);
+  });
 }
 
 }  // namespace turbo3

@@ -16,10 +16,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "turbo3/attention/options.hpp"
 #include "turbo3/attention/params.hpp"
 #include "turbo3/attention/tile.hpp"
 #include "turbo3/kv/loaders.hpp"
-#include "turbo3/memory.hpp"
 #include "turbo3/platform/device.hpp"
 #include "turbo3/status.hpp"
 
@@ -38,7 +38,7 @@ struct materialize_plan {
 };
 
 inline bool materialize_view(const tensor_view& t) {
-  return t.type == data_type::turbo3 || !tile_rows_aligned16(t);
+  return t.type == data_type::turbo3 || !rows_aligned16(t);
 }
 
 inline size_t dense_f16_bytes(const tensor_view& t) {
@@ -143,50 +143,36 @@ inline void launch_materialize_view(const tensor_view& t, const turbo3_lut& lut,
         static_cast<uint4*>(dst));
 }
 
-// Runs the materialize route for validated, materialize_supported params; the caller has checked
-// the allocator against capture.
-template <class Allocator>
-status run_materialize(const attention_params& p, Allocator& allocator, int device, hipStream_t stream) {
-  const materialize_plan plan = make_materialize_plan(p);
-  const platform::error_scope errors;
-  attention_params dense = p;
-  void* workspace = nullptr;
-  if (plan.total > 0) {
-    workspace = allocator.allocate(plan.total, stream);
-    if (!workspace) return status::out_of_memory;
-    const turbo3_lut lut = make_turbo3_lut(p.kv_codebook);
-    char* base = static_cast<char*>(align_up(workspace, materialize_align));
-    if (plan.k) {
-      launch_materialize_view(p.k, lut, base, stream);
-      dense.k = dense_view(p.k, base);
-    }
-    if (plan.v) {
-      launch_materialize_view(p.v, lut, base + plan.v_offset, stream);
-      dense.v = dense_view(p.v, base + plan.v_offset);
-    }
+// ---- the family's entry point (the four questions of vec_family) ----------------------------------
+struct materialize_family {
+  using plan_type = materialize_plan;
+  static status supported(const attention_params& p) { return materialize_supported(p); }
+  static status plan(const attention_params& p, const launch_options&, int, materialize_plan& out) {
+    out = make_materialize_plan(p);
+    return status::ok;
   }
-  status s = errors.launches_ok() ? status::ok : status::runtime_error;
-  if (s == status::ok) s = launch_tile(dense, p.k.type, p.v.type, device, stream);
-  if (workspace) allocator.deallocate(workspace, plan.total, stream);
-  return s;
-}
-
-// Workspace of the materialize route (0 when every view is already TILE-readable f16).
-inline size_t materialize_workspace_bytes(const attention_params& p) {
-  return materialize_supported(p) == status::ok ? make_materialize_plan(p).total : 0;
-}
-
-// The prefill routes of flash_attention for validated params: TILE (no workspace at all) or
-// materialize. unsupported when the route does not take the shape; capture_unsafe under capture
-// with an allocator that is not capture-safe (for both routes, as for every route).
-template <class Allocator>
-status run_prefill(const attention_params& p, Allocator& allocator, int device, hipStream_t stream, bool materialize) {
-  status s = materialize ? materialize_supported(p) : tile_supported(p);
-  if (s != status::ok) return s;
-  s = check_capture(allocator, stream);
-  if (s != status::ok) return s;
-  return materialize ? run_materialize(p, allocator, device, stream) : launch_tile(p, p.k.type, p.v.type, device, stream);
-}
+  static size_t workspace_bytes(const materialize_plan& plan) { return plan.total; }
+  // The dense copies into the workspace, then the f16 TILE kernel over them.
+  static status launch(const attention_params& p, const materialize_plan& plan, void* workspace, int device,
+                       hipStream_t stream) {
+    const platform::error_scope errors;
+    attention_params dense = p;
+    if (plan.total > 0) {
+      const turbo3_lut lut = make_turbo3_lut(p.kv_codebook);
+      char* base = static_cast<char*>(align_up(workspace, materialize_align));
+      if (plan.k) {
+        launch_materialize_view(p.k, lut, base, stream);
+        dense.k = dense_view(p.k, base);
+      }
+      if (plan.v) {
+        launch_materialize_view(p.v, lut, base + plan.v_offset, stream);
+        dense.v = dense_view(p.v, base + plan.v_offset);
+      }
+    }
+    if (!errors.launches_ok()) return status::runtime_error;
+    return launch_tile(dense, p.k.type, p.v.type, device, stream);
+  }
+};
 
 }  // namespace detail
 }  // namespace turbo3

@@ -2,7 +2,7 @@
 // fragment abstraction of platform/fragment.hpp (16x16x16 f16 multiplies, f32 accumulation).
 //
 // One work-group serves `rows` = 16 x warps rows, a row being one (query, query head) pair: every
-// query head of a GQA group is stacked with a run of queries (tile_row_of, as in TILE), so one
+// query head of a GQA group is stacked with a run of queries (prefill_row_of, as in TILE), so one
 // dequantized K/V tile feeds all of them. Each warp owns 16 rows for the whole kernel.
 //   1. Q is read once, prescaled (scale * log2 e, or scale / softcap), rotated when K is turbo3 and
 //      the library rotates (through a float32 staging area: on NVIDIA one whole 128-value group per
@@ -53,9 +53,8 @@
 
 #include "turbo3/attention/kernel_args.hpp"
 #include "turbo3/attention/params.hpp"
-#include "turbo3/attention/tile.hpp"
+#include "turbo3/attention/prefill_common.hpp"
 #include "turbo3/kv/loaders.hpp"
-#include "turbo3/memory.hpp"
 #include "turbo3/platform/arch.hpp"
 #include "turbo3/platform/async_copy.hpp"
 #include "turbo3/platform/device.hpp"
@@ -163,8 +162,8 @@ struct mma_config {
   static constexpr int k_items = KEYS * chunks, v_items = V_ROWS ? KEYS * chunks : (KEYS / 2) * chunks;
   static constexpr int k_per_thread = (k_items + threads - 1) / threads;
   static constexpr int v_per_thread = (v_items + threads - 1) / threads;
-  static constexpr int lpr = WAVE / 16;            // softmax lanes per row
-  static constexpr int kpl = KEYS / lpr;           // keys per softmax lane
+  static constexpr int lanes_per_row = WAVE / 16;            // softmax lanes per row
+  static constexpr int keys_per_lane = KEYS / lanes_per_row;           // keys per softmax lane
   static constexpr int n_tiles_d = D / 16, n_tiles_k = KEYS / 16;
   static constexpr size_t q16_bytes = size_t{2} * rows * ldq;
   static constexpr size_t k_bytes = size_t{2} * KEYS * ldk;
@@ -193,7 +192,7 @@ struct mma_config {
   static constexpr size_t smem_bytes = off_row + size_t{4} * rows;
   static_assert(mma_head_dim(D), "MMA covers D = 128 and 256");
   static_assert(KEYS % 16 == 0 && KEYS % (WAVE / 16) == 0, "keys per tile");
-  static_assert(WAVE % 16 == 0 && (lpr & (lpr - 1)) == 0, "softmax lanes per row");
+  static_assert(WAVE % 16 == 0 && (lanes_per_row & (lanes_per_row - 1)) == 0, "softmax lanes per row");
   static_assert(off_k % 16 == 0 && off_v % 16 == 0 && off_s % 16 == 0 && off_p % 16 == 0 && off_row % 16 == 0,
                 "16-byte aligned regions");
   static_assert(ldq % 8 == 0 && ldk % 8 == 0 && ldv % 8 == 0 && ldp % 8 == 0, "fragment rows 16-byte aligned");
@@ -315,7 +314,7 @@ struct mma_tile_raw {
 };
 
 template <class KL, class VL, class C>
-TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_tile(mma_tile_raw<KL, VL, C>& t, const tile_args& a, const char* k_head,
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_tile(mma_tile_raw<KL, VL, C>& t, const prefill_args& a, const char* k_head,
                                                    const char* v_head, int j0, int n_valid, int tid) {
   auto k_row = [&](int i) { return k_head + static_cast<int64_t>(j0 + i) * a.k_nb1; };
   auto v_row = [&](int i) { return v_head + static_cast<int64_t>(j0 + i) * a.v_nb1; };
@@ -368,7 +367,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_tile(const mma_tile_raw<KL, VL, 
 // accumulators).
 // k_row(i) / v_row(i): where key i of the tile starts (the cache itself, or the staged copy).
 template <class KL, class VL, class C, class KRow, class VRow>
-TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_store_tile(const tile_args& a, const turbo3_lut& lut, KRow k_row,
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_store_tile(const prefill_args& a, const turbo3_lut& lut, KRow k_row,
                                                          VRow v_row, int n_valid, uint16_t* k16, uint16_t* v16,
                                                          int tid) {
   constexpr int kb = C::batch < C::k_per_thread ? C::batch : C::k_per_thread;
@@ -422,7 +421,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_store_tile(const tile_args& a, co
 // lie in the same allocation (device allocations are at least 16-byte aligned); nothing past the
 // view's end is read. A lane per segment, several rows per warp.
 template <class C>
-TURBO3_DEVICE TURBO3_FORCEINLINE void mma_stage_copy(platform::async_destination stage, const tile_args& a,
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_stage_copy(platform::async_destination stage, const prefill_args& a,
                                                     const char* k_head, const char* v_head, int j0, int n_valid,
                                                     int tid) {
   constexpr int per_pass = C::threads / C::raw_row_lanes;  // rows in flight per pass
@@ -451,13 +450,13 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_stage_copy(platform::async_destination
 
 
 // Whether every output row is aligned for one store of 4 consecutive values (8 bytes f16, 16 f32).
-TURBO3_DEVICE TURBO3_FORCEINLINE bool output_rows_aligned4(const tile_args& a) {
+TURBO3_DEVICE TURBO3_FORCEINLINE bool output_rows_aligned4(const prefill_args& a) {
   return ((reinterpret_cast<uintptr_t>(a.out) | static_cast<uintptr_t>(a.out_nb1 | a.out_nb2 | a.out_nb3)) &
           (a.out_f16 ? 7 : 15)) == 0;
 }
 
 // Dimensions d .. d + 3 of an output row (w[0] .. w[3]): one store where aligned4, else four.
-TURBO3_DEVICE TURBO3_FORCEINLINE void store_output4(const tile_args& a, char* row, int d, const float (&w)[4], bool aligned4) {
+TURBO3_DEVICE TURBO3_FORCEINLINE void store_output4(const prefill_args& a, char* row, int d, const float (&w)[4], bool aligned4) {
   if (aligned4 && a.out_f16) {
     *reinterpret_cast<uint2*>(row + 2 * d) = make_uint2(platform::pack_half2(w[0], w[1]), platform::pack_half2(w[2], w[3]));
   } else if (aligned4) {
@@ -473,7 +472,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void store_output4(const tile_args& a, char* ro
 // A lane holds rows g and g + 8 and slots 2t, 2t + 1, 2t + 8, 2t + 9 of every chunk: f16 V (slot
 // order natural) two pairs of contiguous dimensions, turbo3 V (value_of_slot) dimensions 4t .. 4t + 3.
 template <int D, class VL, class C>
-TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_plain_fragments(const tile_args& a,
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_plain_fragments(const prefill_args& a,
                                                                    const platform::frag_acc (&o_acc)[C::n_tiles_d],
                                                                    const float (&factor)[platform::frag_acc_rows],
                                                                    int kv_head, int head_group, int q_tile, int seq,
@@ -484,7 +483,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_plain_fragments(const tile_a
   const bool vec = output_rows_aligned4(a);
   TURBO3_UNROLL
   for (int rr = 0; rr < R; ++rr) {
-    const tile_row row = tile_row_of(a, warp * 16 + platform::frag_acc_row(2 * rr), kv_head, head_group, q_tile);
+    const prefill_row row = prefill_row_of(a, warp * 16 + platform::frag_acc_row(2 * rr), kv_head, head_group, q_tile);
     if (row.query < 0) continue;  // padding row
     char* const dst = output_row(a, row.query, row.head, seq);
     TURBO3_UNROLL
@@ -516,23 +515,63 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_plain_fragments(const tile_a
   }
 }
 
+// Key split (prefill_args::kv_splits > 1): this warp's rows from its accumulators, unnormalized, to
+// their partial rows of split `split` (natural dimension order), with each row's running maximum
+// and sum (the row's lanes add their shares). Every lane of the warp calls it.
+template <int D, class VL, class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_partial_fragments(const prefill_args& a,
+                                                                 const platform::frag_acc (&o_acc)[C::n_tiles_d],
+                                                                 const float (&m_lane)[platform::frag_acc_rows],
+                                                                 const float (&l_lane)[platform::frag_acc_rows],
+                                                                 int warp, int kv_head, int head_group, int q_tile,
+                                                                 int seq, int split) {
+  constexpr int R = platform::frag_acc_rows;
+  const int lane = platform::lane_id();
+  TURBO3_UNROLL
+  for (int rr = 0; rr < R; ++rr) {
+    const float l = platform::frag_row_sum(l_lane[rr]);
+    const prefill_row row = prefill_row_of(a, warp * 16 + platform::frag_acc_row(2 * rr), kv_head, head_group, q_tile);
+    if (row.query < 0) continue;  // padding row
+    float* const dst = prefill_partial_row(a, D, row, seq, split);
+    TURBO3_UNROLL
+    for (int n = 0; n < C::n_tiles_d; ++n) {
+      // Row slot rr holds elements 2rr, 2rr + 1 and 2rr + 4, 2rr + 5 (mma_store_out_plain_fragments).
+      const int e[4] = {2 * rr, 2 * rr + 1, 2 * rr + 4, 2 * rr + 5};
+      int d[4];
+      TURBO3_UNROLL
+      for (int k = 0; k < 4; ++k) d[k] = n * kv::chunk_values + VL::value_of_slot(platform::frag_acc_col(e[k]));
+      const platform::frag_acc& o = o_acc[n];
+      if constexpr (VL::type == data_type::turbo3) {  // d = 4t + {0, 2, 1, 3}
+        *reinterpret_cast<float4*>(dst + d[0]) = make_float4(o.x[e[0]], o.x[e[2]], o.x[e[1]], o.x[e[3]]);
+      } else {  // d = 2t, 2t + 1, 2t + 8, 2t + 9
+        *reinterpret_cast<float2*>(dst + d[0]) = make_float2(o.x[e[0]], o.x[e[1]]);
+        *reinterpret_cast<float2*>(dst + d[2]) = make_float2(o.x[e[2]], o.x[e[3]]);
+      }
+    }
+    if (lane % 4 == 0) {
+      dst[D] = m_lane[rr];
+      dst[D + 1] = l;
+    }
+  }
+}
+
 // ---- Q prologue and output epilogue ----------------------------------------------------------------
 
 // Where Q row r of a work-group starts in the caller's Q (null for a padding row).
-TURBO3_DEVICE TURBO3_FORCEINLINE const char* mma_q_row(const tile_args& a, int r, int kv_head, int head_group,
+TURBO3_DEVICE TURBO3_FORCEINLINE const char* mma_q_row(const prefill_args& a, int r, int kv_head, int head_group,
                                                       int q_tile, int seq) {
-  const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);
+  const prefill_row row = prefill_row_of(a, r, kv_head, head_group, q_tile);
   return row.query < 0 ? nullptr : a.q + row.query * a.q_nb1 + row.head * a.q_nb2 + seq * a.q_nb3;
 }
 // Whether every Q row is 16-byte aligned (mma_load_q_run's vec).
-TURBO3_DEVICE TURBO3_FORCEINLINE bool mma_q_rows_aligned16(const tile_args& a) {
+TURBO3_DEVICE TURBO3_FORCEINLINE bool mma_q_rows_aligned16(const prefill_args& a) {
   return ((reinterpret_cast<uintptr_t>(a.q) | static_cast<uintptr_t>(a.q_nb1 | a.q_nb2 | a.q_nb3)) & 15) == 0;
 }
 
 // 16 consecutive Q values of a row from dimension d0, times `prescale` (the softmax's q_prescale,
 // or that times rotation_scale for rotate_group_registers_prescaled); zeros for a padding row (null).
 // vec: every Q row is 16-byte aligned, so the run is read with 16-byte loads.
-TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q_run(const tile_args& a, const char* row, int d0, bool vec,
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q_run(const prefill_args& a, const char* row, int d0, bool vec,
                                                     float prescale, float (&u)[kv::chunk_values]) {
   if (row == nullptr) {
     TURBO3_UNROLL
@@ -615,7 +654,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE uint32_t sign_bit(uint32_t word, int v) { retur
 // sign or scale after the multiply. The butterflies round to f16 three times more than the float32
 // stages after the multiply did.
 template <int D, class VL, class C>
-TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_fragments(const tile_args& a,
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_fragments(const prefill_args& a,
                                                              platform::frag_acc (&o_acc)[C::n_tiles_d],
                                                              const float (&factor)[platform::frag_acc_rows],
                                                              int kv_head, int head_group, int q_tile, int seq,
@@ -629,7 +668,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_fragments(const tile_args& a
   char* rows[R];
   TURBO3_UNROLL
   for (int rr = 0; rr < R; ++rr) {
-    const tile_row row = tile_row_of(a, warp * 16 + platform::frag_acc_row(2 * rr), kv_head, head_group, q_tile);
+    const prefill_row row = prefill_row_of(a, warp * 16 + platform::frag_acc_row(2 * rr), kv_head, head_group, q_tile);
     rows[rr] = row.query < 0 ? nullptr : output_row(a, row.query, row.head, seq);
   }
   // Column n of a run tile leaves as run value out_value(n): lane t's columns 2t, 2t + 1, 2t + 8,
@@ -701,7 +740,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_q16(Q16At q16_at, int r, int d0,
 // to q16 (no rotation, or q_stage null) or to the float32 staging rows (rotation: times
 // rotation_scale too, which mma_rotate_q_groups / mma_rotate_q16_pairs_in_place then leave out).
 template <int D, class KL, class C, class Q16At>
-TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q_runs(const tile_args& a, Q16At q16_at, float* q_stage, int kv_head,
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q_runs(const prefill_args& a, Q16At q16_at, float* q_stage, int kv_head,
                                                      int head_group, int q_tile, int seq, int tid, int n_threads) {
   const bool vec = mma_q_rows_aligned16(a);
   const float prescale = a.rotate_q ? a.q_prescale * rotation_scale : a.q_prescale;
@@ -833,7 +872,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_rotate_q16_pairs_in_place(Q16At q16_at
 // q16_at(r, d): where the f16 value in slot position d of row r goes (pieces of 8 slots from a
 // multiple of 8 are contiguous and 16-byte aligned).
 template <int D, class KL, class C, class Q16At>
-TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q(const tile_args& a, Q16At q16_at, float* q_stage, int kv_head,
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q(const prefill_args& a, Q16At q16_at, float* q_stage, int kv_head,
                                                 int head_group, int q_tile, int seq, int tid) {
   if (!a.rotate_q || whole_group_rotation_fits) {
     mma_load_q_runs<D, KL, C>(a, q16_at, q_stage, kv_head, head_group, q_tile, seq, tid, C::threads);
@@ -868,10 +907,10 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_q(const tile_args& a, Q16At q16_a
 // un-rotated when asked (on AMD; NVIDIA un-rotates on fragments: mma_store_out_fragments): the
 // rotation's second pass stores its columns straight to global memory (whole_group_rotation_fits).
 template <int D, class C>
-TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out(const tile_args& a, float* out_s, int kv_head, int head_group,
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out(const prefill_args& a, float* out_s, int kv_head, int head_group,
                                                    int q_tile, int seq, int tid) {
   if (!a.unrotate_out) {
-    tile_store_out<D, C::rows, C::threads>(a, out_s, C::ldo, kv_head, head_group, q_tile, seq, tid);
+    prefill_store_out<D, C::rows, C::threads>(a, out_s, C::ldo, kv_head, head_group, q_tile, seq, tid);
     return;
   }
   constexpr int G = D / block_values;
@@ -880,7 +919,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out(const tile_args& a, float* o
       C::rows, true, tid, C::threads,
       [&](int r, int d, float(&u)[rotation_column_values]) { load_column(out_s + r * C::ldo + d, u); },
       [&](int r, int d, const float(&u)[rotation_column_values]) {
-        const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);
+        const prefill_row row = prefill_row_of(a, r, kv_head, head_group, q_tile);
         if (row.query < 0) return;  // padding row
         char* dst = output_row(a, row.query, row.head, seq);
         TURBO3_UNROLL
@@ -898,9 +937,9 @@ struct mma_lane_row {
 };
 
 // The rows of this lane's fragments in warp `warp`'s 16 rows, and their running maxima and sums.
-// row_window_end(row, r): the keys row r (tile_row row) may see.
+// row_window_end(row, r): the keys row r (prefill_row row) may see.
 template <class RowWindowEnd>
-TURBO3_DEVICE TURBO3_FORCEINLINE void mma_init_lane_rows(const tile_args& a, int warp, int kv_head, int head_group,
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_init_lane_rows(const prefill_args& a, int warp, int kv_head, int head_group,
                                                         int q_tile, int seq, RowWindowEnd row_window_end,
                                                         mma_lane_row (&rows)[platform::frag_acc_rows],
                                                         float (&m_lane)[platform::frag_acc_rows],
@@ -908,7 +947,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_init_lane_rows(const tile_args& a, int
   TURBO3_UNROLL
   for (int rr = 0; rr < platform::frag_acc_rows; ++rr) {
     const int r = warp * 16 + platform::frag_acc_row(2 * rr);
-    const tile_row lr = tile_row_of(a, r, kv_head, head_group, q_tile);
+    const prefill_row lr = prefill_row_of(a, r, kv_head, head_group, q_tile);
     rows[rr] = {0, reinterpret_cast<const platform::half*>(a.mask), 0.0f};
     if (lr.query >= 0) {
       rows[rr].end = row_window_end(lr, r);
@@ -933,7 +972,7 @@ struct mma_mask_pairs {
 
 // Whether every mask row starts 4-byte aligned (so a pair of adjacent even-indexed keys is one
 // 4-byte load).
-TURBO3_DEVICE TURBO3_FORCEINLINE bool mma_mask_rows_paired(const tile_args& a) {
+TURBO3_DEVICE TURBO3_FORCEINLINE bool mma_mask_rows_paired(const prefill_args& a) {
   return ((reinterpret_cast<uintptr_t>(a.mask) | static_cast<uint64_t>(a.mask_nb1) | static_cast<uint64_t>(a.mask_nb2) |
            static_cast<uint64_t>(a.mask_nb3)) & 3u) == 0;
 }
@@ -965,7 +1004,7 @@ inline constexpr float lazy_rescale_log2 = 8.0f;
 // Everything but the rescale of O: returns whether some row of the warp must rescale O by its
 // alpha (warp-uniform).
 template <bool LAZY, int NK>
-TURBO3_DEVICE TURBO3_FORCEINLINE bool mma_fragment_probabilities(const tile_args& a, platform::frag_acc (&s_acc)[NK],
+TURBO3_DEVICE TURBO3_FORCEINLINE bool mma_fragment_probabilities(const prefill_args& a, platform::frag_acc (&s_acc)[NK],
                                                                 const mma_lane_row (&lane_rows)[platform::frag_acc_rows],
                                                                 float (&m_lane)[platform::frag_acc_rows],
                                                                 float (&l_lane)[platform::frag_acc_rows],
@@ -1076,7 +1115,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_rescale_rows(platform::frag_acc (&o_ac
 }
 
 template <bool LAZY, int NK, int ND>
-TURBO3_DEVICE TURBO3_FORCEINLINE void mma_fragment_softmax(const tile_args& a, platform::frag_acc (&s_acc)[NK],
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_fragment_softmax(const prefill_args& a, platform::frag_acc (&s_acc)[NK],
                                                           const mma_lane_row (&lane_rows)[platform::frag_acc_rows],
                                                           float (&m_lane)[platform::frag_acc_rows],
                                                           float (&l_lane)[platform::frag_acc_rows],
@@ -1088,10 +1127,53 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_fragment_softmax(const tile_args& a, p
     mma_rescale_rows(o_acc, alpha);
 }
 
+// ---- the steps of a key tile (one warp's 16 rows) ------------------------------------------------
+
+// The B operand of P V for dimensions 16 n.. and keys 16 ks.. of a V tile (key rows or V^T).
+template <class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_load_v(platform::frag_b& vb, const uint16_t* v_tile, int n, int ks) {
+  if constexpr (C::v_rows) platform::frag_load_b_rows(vb, v_tile + ks * 16 * C::ldv + n * 16, C::ldv);
+  else platform::frag_load_b(vb, v_tile + n * 16 * C::ldv + ks * 16, C::ldv);
+}
+
+// Scores of the warp's 16 rows (Q at q_w) against the tile's keys: S = Q K^T.
+template <class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_tile_scores(platform::frag_acc (&s_acc)[C::n_tiles_k], const uint16_t* q_w,
+                                                     const uint16_t* k_tile) {
+  TURBO3_UNROLL
+  for (int n = 0; n < C::n_tiles_k; ++n) platform::frag_zero(s_acc[n]);
+#pragma unroll 2
+  for (int ks = 0; ks < C::n_tiles_d; ++ks) {
+    platform::frag_a qa;
+    platform::frag_load_a(qa, q_w + ks * 16, C::ldq);
+    TURBO3_UNROLL
+    for (int n = 0; n < C::n_tiles_k; ++n) {
+      platform::frag_b kb;
+      platform::frag_load_b(kb, k_tile + n * 16 * C::ldk + ks * 16, C::ldk);
+      platform::frag_mma(s_acc[n], qa, kb);
+    }
+  }
+}
+
+// O += P V with P in registers (the A operands the fragment softmax left).
+template <class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_accumulate_values(platform::frag_acc (&o_acc)[C::n_tiles_d],
+                                                           const platform::frag_a (&pa)[C::n_tiles_k],
+                                                           const uint16_t* v_tile) {
+  TURBO3_UNROLL
+  for (int n = 0; n < C::n_tiles_d; ++n)
+    TURBO3_UNROLL
+    for (int ks = 0; ks < C::n_tiles_k; ++ks) {
+      platform::frag_b vb;
+      mma_load_v<C>(vb, v_tile, n, ks);
+      platform::frag_mma(o_acc[n], pa[ks], vb);
+    }
+}
+
 // ---- the kernel ----------------------------------------------------------------------------------
 
 template <int D, class KL, class VL, class C>
-TURBO3_DEVICE void mma_body(const tile_args& a) {
+TURBO3_DEVICE void mma_body(const prefill_args& a) {
   using platform::frag_a;
   using platform::frag_acc;
   using platform::frag_b;
@@ -1122,18 +1204,18 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   platform::sync_threads();  // the staging area is reused by the K/V tiles
 
   // ---- keys the mask hides from every row of a tile are never loaded (mask_row_visible_end) ------
-  auto window_end = [&](const tile_row& row) { return prefill_window_end(a, row, kv_end); };
+  auto window_end = [&](const prefill_row& row) { return prefill_window_end(a, row, kv_end); };
   int* const mask_end_s = reinterpret_cast<int*>(row_s);  // [rows], free until the first tile
   if (a.mask) kv_end = mask_visible_ends<C::rows, C::threads>(a, kv_head, head_group, q_tile, seq, tid, mask_end_s, window_end);
   // A row's window: its causal end, and with a mask its visible end.
-  auto row_window_end = [&](const tile_row& row, int r) {
+  auto row_window_end = [&](const prefill_row& row, int r) {
     return a.mask ? min(window_end(row), mask_visible_end_of(a, mask_end_s, r)) : window_end(row);
   };
 
-  // ---- softmax state: lane serves row sm_row of its warp, keys sm_sub, sm_sub + lpr, ... -------
-  const int sm_row = lane / C::lpr, sm_sub = lane % C::lpr;
+  // ---- softmax state: lane serves row sm_row of its warp, keys sm_sub, sm_sub + lanes_per_row, ... -------
+  const int sm_row = lane / C::lanes_per_row, sm_sub = lane % C::lanes_per_row;
   const int my_row = warp * 16 + sm_row;
-  const tile_row srow = tile_row_of(a, my_row, kv_head, head_group, q_tile);
+  const prefill_row srow = prefill_row_of(a, my_row, kv_head, head_group, q_tile);
   int row_end = 0;  // keys [0, row_end) may be visible to this row
   const platform::half* mask_row = nullptr;
   float slope = 0.0f;
@@ -1163,7 +1245,9 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   TURBO3_UNROLL
   for (int n = 0; n < C::n_tiles_d; ++n) platform::frag_zero(o_acc[n]);
 
-  const int n_tiles = (kv_end + C::keys - 1) / C::keys;
+  // This work-group's key tiles: all of them, or its split's run.
+  const key_tile_range tiles = prefill_key_tiles(a, kv_end, C::keys, blk.split);
+  const int t_begin = tiles.begin, t_end = tiles.end;
   // Staged turbo3 tiles (mma_stage_copy): the raw bytes of the tiles ahead are in flight while
   // the current one is decoded and multiplied, so the decode reads shared memory, not the cache.
   // Any row alignment works: each row sits (its address & 15) bytes into its slot.
@@ -1171,7 +1255,7 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   static_assert(!staged || platform::frag_acc_is_a, "the stages live in the score scratch");
   unsigned char* const stages = smem + C::off_s;
   auto issue_stage = [&](int t) {  // one commit group per tile, empty past the last
-    if (t < n_tiles)
+    if (t < t_end)
       mma_stage_copy<C>(platform::async_destination_of(stages + (t % 2) * C::raw_stage_bytes), a, k_head, v_head,
                         t * C::keys, min(C::keys, kv_end - t * C::keys), tid);
     platform::async_commit();
@@ -1185,11 +1269,6 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   // Buffer b of the K and V tiles (one buffer without double buffering).
   auto k16_of = [&](int b) { return k16 + b * (C::keys * C::ldk); };
   auto v16_of = [&](int b) { return v16 + b * (C::v_bytes / 2); };
-  // The B operand of P V for dimensions 16n.. and keys 16ks.. of a V tile.
-  auto load_v = [&](frag_b& vb, const uint16_t* v_tile, int n, int ks) {
-    if constexpr (C::v_rows) platform::frag_load_b_rows(vb, v_tile + ks * 16 * C::ldv + n * 16, C::ldv);
-    else platform::frag_load_b(vb, v_tile + n * 16 * C::ldv + ks * 16, C::ldv);
-  };
   // Tile t into buffer b: decoded from its stage, or loaded (and decoded) from the cache.
   auto fill = [&](int t, int b) {
     const int j0 = t * C::keys;
@@ -1214,23 +1293,24 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   if constexpr (C::double_buffer) {
     // Tile 0 into buffer 0 before the loop; stages: tiles 0 and 1 copied, then 2 once stage 0 is free.
     if (staged) {
-      issue_stage(0);
-      issue_stage(1);
+      issue_stage(t_begin);
+      issue_stage(t_begin + 1);
       platform::async_wait<1>();
     }
     platform::sync_threads();
-    if (n_tiles > 0) fill(0, 0);
+    if (t_begin < t_end) fill(t_begin, t_begin & 1);
     if (staged) platform::async_wait<0>();
     platform::sync_threads();
-    if (staged) issue_stage(2);
+    if (staged) issue_stage(t_begin + 2);
   } else if (staged) {
-    issue_stage(0);
-    issue_stage(1);
+    issue_stage(t_begin);
+    issue_stage(t_begin + 1);
   } else if constexpr (C::prefetch) {
-    if (n_tiles > 0) mma_load_tile<KL, VL, C>(raw, a, k_head, v_head, 0, min(C::keys, kv_end), tid);
+    if (t_begin < t_end)
+      mma_load_tile<KL, VL, C>(raw, a, k_head, v_head, t_begin * C::keys, min(C::keys, kv_end - t_begin * C::keys), tid);
   }
 
-  for (int t = 0; t < n_tiles; ++t) {
+  for (int t = t_begin; t < t_end; ++t) {
     const int j0 = t * C::keys;
     int buf = 0;
     if constexpr (C::double_buffer) {
@@ -1238,7 +1318,7 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
       // The buffer every warp finished with last tile. Half the warps fill it before their
       // multiplies, half after (fill_late), so each scheduler has a warp unpacking beside one
       // multiplying instead of all warps unpacking at once after the barrier.
-      if (!fill_late && t + 1 < n_tiles) fill(t + 1, buf ^ 1);
+      if (!fill_late && t + 1 < t_end) fill(t + 1, buf ^ 1);
     } else if (staged) {
       platform::async_wait<1>();  // this thread's copies of tile t are done (t + 1 may be in flight)
       platform::sync_threads();   // everyone's; and every warp is done with tile t - 1
@@ -1248,7 +1328,7 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
     } else {
       if constexpr (C::prefetch) {
         mma_store_tile<KL, VL, C>(raw, lut, k16, v16, tid);
-        if (t + 1 < n_tiles)
+        if (t + 1 < t_end)
           mma_load_tile<KL, VL, C>(raw, a, k_head, v_head, j0 + C::keys, min(C::keys, kv_end - j0 - C::keys), tid);
       } else {
         fill(t, 0);
@@ -1259,34 +1339,14 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
     const uint16_t* const v_tile = v16_of(buf);
 
     if (j0 < warp_end) {  // warp-uniform: some row of this warp sees a key of this tile
-      // ---- S = Q K^T (16 rows x keys) --------------------------------------------------------------
       frag_acc s_acc[C::n_tiles_k];
-      TURBO3_UNROLL
-      for (int n = 0; n < C::n_tiles_k; ++n) platform::frag_zero(s_acc[n]);
-#pragma unroll 2
-      for (int ks = 0; ks < C::n_tiles_d; ++ks) {
-        frag_a qa;
-        platform::frag_load_a(qa, q_w + ks * 16, C::ldq);
-        TURBO3_UNROLL
-        for (int n = 0; n < C::n_tiles_k; ++n) {
-          frag_b kb;
-          platform::frag_load_b(kb, k_tile + n * 16 * C::ldk + ks * 16, C::ldk);
-          platform::frag_mma(s_acc[n], qa, kb);
-        }
-      }
+      mma_tile_scores<C>(s_acc, q_w, k_tile);
 
       if constexpr (platform::frag_acc_is_a) {
         // ---- online softmax on the accumulators; P becomes the A operand in registers ------------
         frag_a pa[C::n_tiles_k];
         mma_fragment_softmax<false>(a, s_acc, lane_rows, m_lane, l_lane, pa, o_acc, j0);
-        TURBO3_UNROLL
-        for (int n = 0; n < C::n_tiles_d; ++n)
-          TURBO3_UNROLL
-          for (int ks = 0; ks < C::n_tiles_k; ++ks) {
-            frag_b vb;
-            load_v(vb, v_tile, n, ks);
-            platform::frag_mma(o_acc[n], pa[ks], vb);
-          }
+        mma_accumulate_values<C>(o_acc, pa, v_tile);
       } else {
         TURBO3_UNROLL
         for (int n = 0; n < C::n_tiles_k; ++n)
@@ -1306,13 +1366,13 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
           const platform::half* const mask_tile = mask_row ? mask_row + j0 + sm_sub : nullptr;
           float mx = -INFINITY;
           TURBO3_UNROLL
-          for (int k = 0; k < C::kpl; ++k) {
-            const int jj = sm_sub + k * C::lpr, j = j0 + jj;
+          for (int k = 0; k < C::keys_per_lane; ++k) {
+            const int jj = sm_sub + k * C::lanes_per_row, j = j0 + jj;
             float v = s_row[jj];
             if (a.softcap_post != 0.0f) v = a.softcap_post * platform::tanh_fast(v);
             bool visible = j < row_end;
             if (visible && mask_tile) {
-              const float mv = platform::half_to_float(mask_tile[k * C::lpr]);
+              const float mv = platform::half_to_float(mask_tile[k * C::lanes_per_row]);
               if (mv == -INFINITY) visible = false;
               else v += slope * mv;
             }
@@ -1320,19 +1380,19 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
             s_row[jj] = v;
             mx = fmaxf(mx, v);
           }
-          mx = tile_group_max(mx, C::lpr);
+          mx = prefill_group_max(mx, C::lanes_per_row);
           const float m_new = fmaxf(m_run, mx);
           const float alpha = m_new == -INFINITY ? 1.0f : platform::exp2_fast(m_run - m_new);
           float sum = 0.0f;
           TURBO3_UNROLL
-          for (int k = 0; k < C::kpl; ++k) {
-            const int jj = sm_sub + k * C::lpr;
+          for (int k = 0; k < C::keys_per_lane; ++k) {
+            const int jj = sm_sub + k * C::lanes_per_row;
             const float v = s_row[jj];
             const float p = v == -INFINITY ? 0.0f : platform::exp2_fast(v - m_new);
             p_w[sm_row * C::ldp + jj] = platform::float_to_half_bits(p);
             sum += p;
           }
-          sum = tile_group_sum(sum, C::lpr);
+          sum = prefill_group_sum(sum, C::lanes_per_row);
           l_run = l_run * alpha + sum;
           m_run = m_new;
           if (sm_sub == 0) row_s[my_row] = alpha;
@@ -1357,7 +1417,7 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
             TURBO3_UNROLL
             for (int ks = 0; ks < C::n_tiles_k; ++ks) {
               frag_b vb;
-              load_v(vb, v_tile, n, ks);
+              mma_load_v<C>(vb, v_tile, n, ks);
               platform::frag_mma(o_acc[n], pa[ks], vb);
             }
             platform::schedule_barrier();  // AMD: one slice's loads at a time (else they all hoist and spill)
@@ -1366,7 +1426,7 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
       }
     }
     if constexpr (C::double_buffer) {
-      if (fill_late && t + 1 < n_tiles) fill(t + 1, buf ^ 1);
+      if (fill_late && t + 1 < t_end) fill(t + 1, buf ^ 1);
     }
     // The K/V tiles and the warps' scratch are rewritten by the next tile (staged: after the barrier
     // that opens it). Double buffered: the next tile's buffer is complete and this one free after
@@ -1384,15 +1444,29 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
   // ---- epilogue: sink, normalization, natural order, un-rotation, store ---------------------------
   float lane_factor[R];
   if constexpr (platform::frag_acc_is_a) {
+    if (a.kv_splits > 1) {
+      mma_store_partial_fragments<D, VL, C>(a, o_acc, m_lane, l_lane, warp, kv_head, head_group, q_tile, seq, blk.split);
+      return;
+    }
     TURBO3_UNROLL
     for (int rr = 0; rr < R; ++rr) {
-      const tile_row lr = tile_row_of(a, warp * 16 + platform::frag_acc_row(2 * rr), kv_head, head_group, q_tile);
+      const prefill_row lr = prefill_row_of(a, warp * 16 + platform::frag_acc_row(2 * rr), kv_head, head_group, q_tile);
       lane_factor[rr] = prefill_row_factor(a, lr, m_lane[rr], platform::frag_row_sum(l_lane[rr]));
     }
     // No shared memory: this warp stores its rows on its own.
     if (a.unrotate_out) mma_store_out_fragments<D, VL, C>(a, o_acc, lane_factor, kv_head, head_group, q_tile, seq, tid);
     else mma_store_out_plain_fragments<D, VL, C>(a, o_acc, lane_factor, kv_head, head_group, q_tile, seq, tid);
     return;
+  } else if (a.kv_splits > 1) {
+    // Unnormalized rows; the row's maximum and sum beside them.
+    if (sm_sub == 0) {
+      row_s[my_row] = 1.0f;
+      if (srow.query >= 0) {
+        float* const tail = prefill_partial_row(a, D, srow, seq, blk.split) + D;
+        tail[0] = m_run;
+        tail[1] = l_run;
+      }
+    }
   } else {
     if (sm_sub == 0) row_s[my_row] = prefill_row_factor(a, srow, m_run, l_run);
   }
@@ -1416,13 +1490,14 @@ TURBO3_DEVICE void mma_body(const tile_args& a) {
       }
   }
   platform::sync_threads();
-  mma_store_out<D, C>(a, out_s, kv_head, head_group, q_tile, seq, tid);
+  if (a.kv_splits > 1) prefill_store_partial_rows<D, C::rows, C::threads>(a, out_s, C::ldo, kv_head, head_group, q_tile, seq, blk.split, tid);
+  else mma_store_out<D, C>(a, out_s, kv_head, head_group, q_tile, seq, tid);
 }
 
 // Instantiated for every family's configuration in every device pass; only the configuration of
 // the architecture being compiled (matching wave size, a fragment back-end) has a body.
 template <int D, class KL, class VL, class C>
-TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) mma_kernel(tile_args a) {
+TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) mma_kernel(prefill_args a) {
   static_assert(C::head_dim == D, "config for another head dim");
   static_assert(KL::type != data_type::turbo3 || D % block_values == 0, "turbo3 K needs D % 128 == 0");
   static_assert(VL::type != data_type::turbo3 || D % block_values == 0, "turbo3 V needs D % 128 == 0");
@@ -1443,19 +1518,19 @@ inline status mma_supported(const attention_params& p) {
   if (!has_kernel_loader(p.k.type) || !has_kernel_loader(p.v.type)) return status::unsupported;
   const int64_t d = p.head_dim_k();
   if (d != p.head_dim_v() || !mma_head_dim(static_cast<int>(d))) return status::unsupported;
-  if (p.k.type == data_type::f16 && !tile_rows_aligned16(p.k)) return status::unsupported;
-  if (p.v.type == data_type::f16 && !tile_rows_aligned16(p.v)) return status::unsupported;
+  if (p.k.type == data_type::f16 && !rows_aligned16(p.k)) return status::unsupported;
+  if (p.v.type == data_type::f16 && !rows_aligned16(p.v)) return status::unsupported;
   if (p.n_seq() > 65535 || p.n_head() > 65535 || !prefill_grid_fits(p)) return status::unsupported;
   return status::ok;
 }
 
 template <int D, class KL, class VL, class C>
-status launch_mma_config(const tile_args& a, int device, hipStream_t stream) {
+status launch_mma_config(const prefill_args& a, int device, hipStream_t stream) {
   return launch_prefill_grid<&mma_kernel<D, KL, VL, C>>(a, C::threads, C::smem_bytes, device, stream);
 }
 
 template <int D, class KL, class VL>
-status launch_mma_family(const tile_args& a, platform::arch_family f, int device, hipStream_t stream) {
+status launch_mma_family(const prefill_args& a, platform::arch_family f, int device, hipStream_t stream) {
 #if defined(TURBO3_PLATFORM_CUDA)
   (void)f;
   return launch_mma_config<D, KL, VL, mma_config_for<D, platform::arch_family::nvidia>>(a, device, stream);
@@ -1473,28 +1548,36 @@ status launch_mma_family(const tile_args& a, platform::arch_family f, int device
 
 inline int mma_rows(platform::arch_family f, int d) { return 16 * mma_table(f, d).warps; }
 
-// Launches MMA for validated, mma_supported params on `device` (the stream's).
-inline status launch_mma(const attention_params& p, int device, hipStream_t stream) {
+// Launches MMA for validated, mma_supported params on `device` (the stream's), its keys split
+// kv_splits ways (partial: the partial rows' workspace, prefill_partial_bytes) and then merged.
+inline status launch_mma(const attention_params& p, int kv_splits, float* partial, int device, hipStream_t stream) {
   const platform::arch_family f = platform::device_family(device);
   const int d = static_cast<int>(p.head_dim_k());
-  const tile_args a = make_tile_args(p, mma_rows(f, d), p.k.type, p.v.type);
+  prefill_args a = make_prefill_args(p, mma_rows(f, d), p.k.type, p.v.type);
+  a.kv_splits = kv_splits;
+  a.partial = partial;
   using T3 = kv::turbo3_loader;
   using F16 = kv::f16_loader;
   const bool kt = p.k.type == data_type::turbo3, vt = p.v.type == data_type::turbo3;
+  status s = status::unsupported;
   switch (d) {
     case 128:
-      if (kt && vt) return launch_mma_family<128, T3, T3>(a, f, device, stream);
-      if (kt) return launch_mma_family<128, T3, F16>(a, f, device, stream);
-      if (vt) return launch_mma_family<128, F16, T3>(a, f, device, stream);
-      return launch_mma_family<128, F16, F16>(a, f, device, stream);
+      if (kt && vt) s = launch_mma_family<128, T3, T3>(a, f, device, stream);
+      else if (kt) s = launch_mma_family<128, T3, F16>(a, f, device, stream);
+      else if (vt) s = launch_mma_family<128, F16, T3>(a, f, device, stream);
+      else s = launch_mma_family<128, F16, F16>(a, f, device, stream);
+      break;
     case 256:
-      if (kt && vt) return launch_mma_family<256, T3, T3>(a, f, device, stream);
-      if (kt) return launch_mma_family<256, T3, F16>(a, f, device, stream);
-      if (vt) return launch_mma_family<256, F16, T3>(a, f, device, stream);
-      return launch_mma_family<256, F16, F16>(a, f, device, stream);
+      if (kt && vt) s = launch_mma_family<256, T3, T3>(a, f, device, stream);
+      else if (kt) s = launch_mma_family<256, T3, F16>(a, f, device, stream);
+      else if (vt) s = launch_mma_family<256, F16, T3>(a, f, device, stream);
+      else s = launch_mma_family<256, F16, F16>(a, f, device, stream);
+      break;
     default:
-      return status::unsupported;
+      break;
   }
+  if (s != status::ok || kv_splits <= 1) return s;
+  return launch_prefill_merge(a, d, stream);
 }
 
 }  // namespace detail

@@ -1,10 +1,10 @@
-// MMA on warpgroup multiplies (NVIDIA sm_90a, D = 256, K and V both f16 or both turbo3): the MMA
+// MMA on warpgroup multiplies (NVIDIA sm_90a, D = 128 or 256, K and V both f16 or both turbo3): the MMA
 // kernel's structure with Q K^T and P V issued as asynchronous 64 x 64 x 16 multiplies that read
 // their shared-memory operands themselves (platform/warpgroup_mma.hpp), so the warps spend their
 // issue slots on the turbo3 unpack and the softmax instead of on fragment loads and multiplies.
 //
 // One work-group: two warpgroups of four warps, 128 rows (a row is one (query, query head) pair,
-// stacked as in TILE and MMA: tile_row_of); warp w owns rows 16 w .. 16 w + 15, its warpgroup's 64
+// stacked as in TILE and MMA: prefill_row_of); warp w owns rows 16 w .. 16 w + 15, its warpgroup's 64
 // rows are the M of its multiplies. Shared memory, all f16 tiles in the 128-byte-swizzled layout
 // of wg_piece (64-column panels of 128-byte rows):
 //   Q [128 rows][D] (K's slot order, prescaled, rotated when asked: mma_load_q),
@@ -27,7 +27,7 @@
 // The warp-specialized form (mma_wg_producer_body, below) gives the filling to warpgroups of its
 // own (two for turbo3, one for f16): the two that multiply never decode or copy, and the producers
 // run up to a buffer ahead of them. Taken by default for every call the warpgroup kernels cover
-// (launch.hpp's mma_form_of): it is the faster form for both types, causal and masked
+// (mma_launch.hpp's resolved_mma_variant): it is the faster form for both types, causal and masked
 // (docs/performance.md, MMA).
 #pragma once
 
@@ -73,7 +73,7 @@ struct wg_config {
   static constexpr size_t max2(size_t x, size_t y) { return x > y ? x : y; }
   // + 1 KB so that the tiles can start on a 1024-byte boundary (swizzle atoms).
   static constexpr size_t smem_bytes = max2(off_row + sizeof(int) * rows, off_k + q_stage_bytes) + 1024;
-  static_assert(D == 256, "warpgroup MMA covers D = 256");
+  static_assert(D == 128 || D == 256, "warpgroup MMA covers D = 128 and 256");
   static_assert(q_bytes % 1024 == 0 && kv_bytes % 1024 == 0 && raw_stage_bytes % 1024 == 0, "aligned regions");
   static_assert(smem_bytes <= platform::nvidia_max_shared_bytes, "more than 227 KB of shared memory");
   static_assert((keys * chunks) % threads == 0 && (keys * pieces) % threads == 0, "whole items per thread");
@@ -133,16 +133,22 @@ struct wg_multiplies {
 };
 
 // The epilogue of warp `warp` (of the warps that multiply; tid its thread among them): sink,
-// normalization, un-rotation when asked, store from the fragments.
+// normalization, un-rotation when asked, store from the fragments; with a key split, the
+// unnormalized partial rows of split `split` instead.
 template <int D, class VL, class C>
-TURBO3_DEVICE TURBO3_FORCEINLINE void wg_store_out(const tile_args& a, platform::frag_acc (&o_acc)[C::n_tiles_d],
+TURBO3_DEVICE TURBO3_FORCEINLINE void wg_store_out(const prefill_args& a, platform::frag_acc (&o_acc)[C::n_tiles_d],
                                                    const float (&m_lane)[platform::frag_acc_rows],
                                                    const float (&l_lane)[platform::frag_acc_rows], int warp,
-                                                   int kv_head, int head_group, int q_tile, int seq, int tid) {
+                                                   int kv_head, int head_group, int q_tile, int seq, int split,
+                                                   int tid) {
+  if (a.kv_splits > 1) {
+    mma_store_partial_fragments<D, VL, C>(a, o_acc, m_lane, l_lane, warp, kv_head, head_group, q_tile, seq, split);
+    return;
+  }
   float lane_factor[platform::frag_acc_rows];
   TURBO3_UNROLL
   for (int rr = 0; rr < platform::frag_acc_rows; ++rr) {
-    const tile_row lr = tile_row_of(a, warp * 16 + platform::frag_acc_row(2 * rr), kv_head, head_group, q_tile);
+    const prefill_row lr = prefill_row_of(a, warp * 16 + platform::frag_acc_row(2 * rr), kv_head, head_group, q_tile);
     lane_factor[rr] = prefill_row_factor(a, lr, m_lane[rr], platform::frag_row_sum(l_lane[rr]));
   }
   if (a.unrotate_out) mma_store_out_fragments<D, VL, C>(a, o_acc, lane_factor, kv_head, head_group, q_tile, seq, tid);
@@ -180,7 +186,7 @@ struct wg_smem {
 };
 
 template <int D, class KL, class VL, class C>
-TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
+TURBO3_DEVICE void mma_wg_body(const prefill_args& a) {
   using platform::frag_a;
   using platform::frag_acc;
   constexpr bool t3 = KL::type == data_type::turbo3;
@@ -304,9 +310,9 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
   platform::sync_threads();  // the staging rows are reused by the K/V tiles
 
   // ---- each row's window (causal; mask: mask_visible_ends) ----------------------------------------
-  auto window_end = [&](const tile_row& row) { return prefill_window_end(a, row, kv_end); };
+  auto window_end = [&](const prefill_row& row) { return prefill_window_end(a, row, kv_end); };
   if (a.mask) kv_end = mask_visible_ends<C::rows, C::threads>(a, kv_head, head_group, q_tile, seq, tid, mask_end_s, window_end);
-  auto row_window_end = [&](const tile_row& row, int r) {
+  auto row_window_end = [&](const prefill_row& row, int r) {
     return a.mask ? min(window_end(row), mask_visible_end_of(a, mask_end_s, r)) : window_end(row);
   };
   constexpr int R = platform::frag_acc_rows;
@@ -431,7 +437,7 @@ TURBO3_DEVICE void mma_wg_body(const tile_args& a) {
   }
   platform::async_wait<0>();
 
-  wg_store_out<D, VL, C>(a, o_acc, m_lane, l_lane, warp, kv_head, head_group, q_tile, seq, tid);
+  wg_store_out<D, VL, C>(a, o_acc, m_lane, l_lane, warp, kv_head, head_group, q_tile, seq, blk.split, tid);
 }
 
 // ---- warp-specialized form: producer warpgroups fill the K/V tiles, two consume them -------------
@@ -474,7 +480,7 @@ struct wg_producer_config : wg_config<D> {
 // MASKED: the instantiation for calls with a mask (the consumers read each whole tile's mask
 // values ahead of its multiplies); the other is launched without one (mma_wg_producer_kernel).
 template <int D, class L, class C, bool MASKED>
-TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
+TURBO3_DEVICE void mma_wg_producer_body(const prefill_args& a) {
   using platform::frag_a;
   using platform::frag_acc;
   constexpr bool t3 = L::type == data_type::turbo3;
@@ -497,6 +503,10 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   int kv_end = prefill_kv_end(a, q_tile);
   const char* const k_head = a.k + kv_head * a.k_nb2 + seq * a.k_nb3;
   const char* const v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
+  // Tile t of the loops below is key tile tile0 + t; the fills stop at key_end (kv_end, or the end
+  // of this work-group's key split). Both are set once the mask's windows are known (key_tiles).
+  int tile0 = 0, key_end = kv_end;
+  const bool split_keys = a.kv_splits > 1;
 
   // ---- the producer's fills (thread tid of PT) -----------------------------------------------------
   // turbo3: the raw rows of K or V of tile t into their ring slot, in 16-byte segments from the
@@ -507,7 +517,7 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   auto issue_stage = [&](int t, bool v_side) {
     constexpr int per_pass = FT / C::raw_row_lanes;
     const int seg = ftid % C::raw_row_lanes, row = ftid / C::raw_row_lanes;
-    const int j0 = t * C::keys, n_valid = min(C::keys, kv_end - j0);
+    const int j0 = (tile0 + t) * C::keys, n_valid = min(C::keys, key_end - j0);
     const int64_t nb1 = v_side ? a.v_nb1 : a.k_nb1;
     const char* const view_end = v_side ? a.v_end : a.k_end;
     const char* src = (v_side ? v_head : k_head) + static_cast<int64_t>(j0 + row) * nb1;
@@ -557,7 +567,7 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
     const int piece_lo = wg_piece(key0, 2 * chunk_c, C::keys), piece_hi = wg_piece(key0, 2 * chunk_c + 1, C::keys);
     constexpr int per_thread = C::keys / key_step, batch = C::decode_batch;
     static_assert(per_thread % batch == 0, "whole rounds");
-    const int j0 = t * C::keys, n_valid = min(C::keys, kv_end - j0);
+    const int j0 = (tile0 + t) * C::keys, n_valid = min(C::keys, key_end - j0);
     const char* const st = reinterpret_cast<const char*>(sm.ring_slot(t, v_side));
     const uint32_t step = static_cast<uint32_t>(v_side ? a.v_nb1 : a.k_nb1);
     // A row sits in its own slot row, (its address & 15) bytes in (issue_stage).
@@ -598,7 +608,7 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   // f16: K and V of tile t into buffer b (one commit group); keys past the tile are zeros.
   auto copy_tile = [&](int t, int b) {
     constexpr int per_thread = C::keys * C::pieces / PT;
-    const int j0 = t * C::keys, n_valid = min(C::keys, kv_end - j0);
+    const int j0 = (tile0 + t) * C::keys, n_valid = min(C::keys, key_end - j0);
     const platform::async_destination kd = platform::async_destination_of(sm.k16(b));
     const platform::async_destination vd = platform::async_destination_of(sm.v16(b));
 #pragma unroll 2
@@ -612,15 +622,18 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
     platform::async_commit();
   };
 
-  // The first tiles' copies go out before Q is read (kv_end without the mask).
-  if (producer) {
+  // The first tiles' copies (tiles 0 and 1 for turbo3, 0 for f16). Without a key split they go out
+  // before Q is read (kv_end without the mask); a split's first tile is known once the mask's
+  // windows are (key_tiles).
+  auto first_copies = [&] {
     if constexpr (t3) {
       issue_stage(0, v_role);
       issue_stage(1, v_role);
     } else {
       copy_tile(0, 0);
     }
-  }
+  };
+  if (producer && !split_keys) first_copies();
 
   // ---- setup: Q's runs (every thread) straight to q16, with no staging rows over the K/V buffers;
   // with the rotation the consumers then rotate them there (mma_rotate_q16_pairs_in_place, a whole
@@ -631,17 +644,21 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   platform::shared_writes_to_async();
   // Each row's window (with a mask, every thread reads mask rows), and the number of key tiles.
   // Called in each role's own branch, so that no code runs under both register shares.
-  auto window_end = [&](const tile_row& row) { return prefill_window_end(a, row, kv_end); };
+  auto window_end = [&](const prefill_row& row) { return prefill_window_end(a, row, kv_end); };
   auto key_tiles = [&] {
     platform::sync_threads();  // Q's runs are in q16
     if (a.mask) kv_end = mask_visible_ends<C::rows, ALL>(a, kv_head, head_group, q_tile, seq, tid, mask_end_s, window_end);
-    return (kv_end + C::keys - 1) / C::keys;
+    const key_tile_range range = prefill_key_tiles(a, kv_end, C::keys, blk.split);
+    tile0 = range.begin;
+    key_end = min(kv_end, range.end * C::keys);
+    return range.end - range.begin;
   };
 
   if (producer) {
     // ---- producers: tile t into buffer t % 2 once the consumers are done with tile t - 2 -----------
     platform::wg_registers_down<C::producer_registers>();
     const int n_tiles = key_tiles();
+    if (split_keys) first_copies();
     if constexpr (t3) {
       // Each producer warpgroup fills one side: K (warpgroup 0) or V of every tile, from its own
       // ring slots, with its own barrier; the side is a constant of each copy of the loop, so that
@@ -699,7 +716,7 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
     platform::shared_writes_to_async();
     platform::named_barrier_sync(C::bar_consumers, ALL - PT);
   }
-  auto row_window_end = [&](const tile_row& row, int r) {
+  auto row_window_end = [&](const prefill_row& row, int r) {
     return a.mask ? min(window_end(row), mask_visible_end_of(a, mask_end_s, r)) : window_end(row);
   };
   constexpr int R = platform::frag_acc_rows;
@@ -717,7 +734,7 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
   // the other's multiplies). Overlapping a warpgroup's own softmax with its P V (two sets of P)
   // spills at the consumers' 224 registers and is slower (docs/performance.md, MMA).
   for (int t = 0; t < n_tiles; ++t) {
-    const int j0 = t * C::keys, b = t & 1;
+    const int j0 = (tile0 + t) * C::keys, b = t & 1;
     frag_acc s_acc[C::n_tiles_k];
     mma_mask_pairs<C::n_tiles_k> mask_pairs;
     const bool prefetched = mask_paired && j0 + C::keys <= a.n_kv;
@@ -742,11 +759,11 @@ TURBO3_DEVICE void mma_wg_producer_body(const tile_args& a) {
     if (t + 2 < n_tiles) platform::named_barrier_arrive(C::bar_v_empty + b, full_count);
   }
 
-  wg_store_out<D, L, C>(a, o_acc, m_lane, l_lane, cw, kv_head, head_group, q_tile, seq, ctid);
+  wg_store_out<D, L, C>(a, o_acc, m_lane, l_lane, cw, kv_head, head_group, q_tile, seq, blk.split, ctid);
 }
 
 template <int D, class L, class C, bool MASKED>
-TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, 1) mma_wg_producer_kernel(tile_args a) {
+TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, 1) mma_wg_producer_kernel(prefill_args a) {
   if constexpr (platform::has_warpgroup_mma) {
     // Launched only without a mask: the mask's code compiles out (docs/performance.md, MMA).
     if constexpr (!MASKED) a.mask = nullptr;
@@ -759,7 +776,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, 1) mma_wg_producer_
 }
 
 template <int D, class KL, class VL, class C>
-TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, 1) mma_wg_kernel(tile_args a) {
+TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, 1) mma_wg_kernel(prefill_args a) {
   if constexpr (platform::has_warpgroup_mma) {
     mma_wg_body<D, KL, VL, C>(a);
   } else {
@@ -773,49 +790,46 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, 1) mma_wg_kernel(ti
 
 // Whether the warpgroup kernel takes these (validated, mma_supported) params on `device`.
 inline bool mma_wg_applies(const attention_params& p, int device) {
-  return platform::warpgroup_mma_available(device) && p.head_dim_k() == 256 && p.k.type == p.v.type;
+  const int64_t d = p.head_dim_k();
+  return platform::warpgroup_mma_available(device) && (d == 128 || d == 256) && p.k.type == p.v.type;
 }
 
 template <int D, class L>
-status launch_mma_wg(const attention_params& p, bool specialized, int device, hipStream_t stream) {
+status launch_mma_wg(const attention_params& p, bool specialized, int kv_splits, float* partial, int device,
+                     hipStream_t stream) {
   if (specialized) {
     // turbo3: two producer warpgroups (the decode wants their issue slots: docs/performance.md,
     // MMA); f16: one (it only copies).
     constexpr bool t3 = L::type == data_type::turbo3;
     using C = wg_producer_config<D, t3 ? 2 : 1>;
-    const tile_args a = make_tile_args(p, C::rows, p.k.type, p.v.type);
+    prefill_args a = make_prefill_args(p, C::rows, p.k.type, p.v.type);
+    a.kv_splits = kv_splits;
+    a.partial = partial;
     // Calls with a mask take an instantiation of their own (the mask read ahead of the
     // multiplies), so that the one without keeps its registers and code (docs/performance.md, MMA).
-    if (a.mask != nullptr)
-      return launch_prefill_grid<&mma_wg_producer_kernel<D, L, C, true>>(a, C::threads, C::smem_bytes, device, stream);
-    return launch_prefill_grid<&mma_wg_producer_kernel<D, L, C, false>>(a, C::threads, C::smem_bytes, device, stream);
+    const status s =
+        a.mask != nullptr
+            ? launch_prefill_grid<&mma_wg_producer_kernel<D, L, C, true>>(a, C::threads, C::smem_bytes, device, stream)
+            : launch_prefill_grid<&mma_wg_producer_kernel<D, L, C, false>>(a, C::threads, C::smem_bytes, device, stream);
+    if (s != status::ok || kv_splits <= 1) return s;
+    return launch_prefill_merge(a, D, stream);
   }
   using C = wg_config<D>;
-  const tile_args a = make_tile_args(p, C::rows, p.k.type, p.v.type);
+  const prefill_args a = make_prefill_args(p, C::rows, p.k.type, p.v.type);  // no key split (mma_kv_splits)
   return launch_prefill_grid<&mma_wg_kernel<D, L, L, C>>(a, C::threads, C::smem_bytes, device, stream);
 }
 
 // Launches the warpgroup kernel for params mma_wg_applies takes (specialized: the form with a
-// producer warpgroup).
-inline status launch_mma_wg(const attention_params& p, bool specialized, int device, hipStream_t stream) {
-  if (p.k.type == data_type::turbo3) return launch_mma_wg<256, kv::turbo3_loader>(p, specialized, device, stream);
-  return launch_mma_wg<256, kv::f16_loader>(p, specialized, device, stream);
-}
-
-// The MMA kernel a call asks for (launch.hpp's mma_variant with `automatic` resolved).
-enum class mma_form { fragment, warpgroup, warp_specialized };
-
-// The MMA route of flash_attention for validated params (no workspace at all) on `device` (the
-// stream's): a warpgroup form where it applies, else the fragment kernel.
-template <class Allocator>
-status run_mma(const attention_params& p, mma_form form, Allocator& allocator, int device, hipStream_t stream) {
-  status s = mma_supported(p);
-  if (s != status::ok) return s;
-  s = check_capture(allocator, stream);
-  if (s != status::ok) return s;
-  if (form != mma_form::fragment && mma_wg_applies(p, device))
-    return launch_mma_wg(p, form == mma_form::warp_specialized, device, stream);
-  return launch_mma(p, device, stream);
+// producer warpgroup; kv_splits > 1 only there).
+inline status launch_mma_wg(const attention_params& p, bool specialized, int kv_splits, float* partial, int device,
+                            hipStream_t stream) {
+  const bool t3 = p.k.type == data_type::turbo3;
+  if (p.head_dim_k() == 128) {
+    if (t3) return launch_mma_wg<128, kv::turbo3_loader>(p, specialized, kv_splits, partial, device, stream);
+    return launch_mma_wg<128, kv::f16_loader>(p, specialized, kv_splits, partial, device, stream);
+  }
+  if (t3) return launch_mma_wg<256, kv::turbo3_loader>(p, specialized, kv_splits, partial, device, stream);
+  return launch_mma_wg<256, kv::f16_loader>(p, specialized, kv_splits, partial, device, stream);
 }
 
 }  // namespace detail

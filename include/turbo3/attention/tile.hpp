@@ -23,7 +23,9 @@
 #include <cstdint>
 
 #include "turbo3/attention/kernel_args.hpp"
+#include "turbo3/attention/options.hpp"
 #include "turbo3/attention/params.hpp"
+#include "turbo3/attention/prefill_common.hpp"
 #include "turbo3/attention/rotate_smem.hpp"
 #include "turbo3/kv/loaders.hpp"
 #include "turbo3/platform/arch.hpp"
@@ -162,23 +164,23 @@ struct tile_config {
   static constexpr int ss = ROWS + 4;      // row stride of the score tile
   static constexpr int s_tx = KEYS / S_KEYS, s_ty = ROWS / S_ROWS;   // score thread grid
   static constexpr int o_tx = D / O_DIMS, o_ty = ROWS / O_ROWS;      // output thread grid
-  static constexpr int tpr = THREADS / ROWS;                         // softmax threads per row
+  static constexpr int threads_per_row = THREADS / ROWS;                         // softmax threads per row
   static constexpr int chunks = D / kv::chunk_values;                // 16-value chunks per row
-  static constexpr int cpt = KEYS * chunks / THREADS;                // chunks each thread loads
+  static constexpr int chunks_per_thread = KEYS * chunks / THREADS;                // chunks each thread loads
   static constexpr int q_floats = ROWS * qs, kv_floats = KEYS * qs, s_floats = KEYS * ss;
   static constexpr int kv_tiles = OVERLAPPED ? 2 : 1;
   static constexpr size_t smem_bytes =
       sizeof(float) * static_cast<size_t>(q_floats + kv_tiles * kv_floats + s_floats + ROWS);
-  // Overlapped: the pipelined loops run in cpt runs, one chunk of the other tile decoded after each.
-  static constexpr int score_steps_per_chunk = D / 8 / cpt, pv_pairs_per_chunk = KEYS / 2 / cpt;
-  static_assert(!OVERLAPPED || (PIPELINED && score_steps_per_chunk * 8 * cpt == D &&
-                                pv_pairs_per_chunk * 2 * cpt == KEYS && THREADS % chunks == 0),
+  // Overlapped: the pipelined loops run in chunks_per_thread runs, one chunk of the other tile decoded after each.
+  static constexpr int score_steps_per_chunk = D / 8 / chunks_per_thread, pv_pairs_per_chunk = KEYS / 2 / chunks_per_thread;
+  static_assert(!OVERLAPPED || (PIPELINED && score_steps_per_chunk * 8 * chunks_per_thread == D &&
+                                pv_pairs_per_chunk * 2 * chunks_per_thread == KEYS && THREADS % chunks == 0),
                 "overlapped tiles: whole runs of the pipelined loops per decoded chunk");
   static_assert(s_tx * s_ty == THREADS && KEYS % S_KEYS == 0 && ROWS % S_ROWS == 0, "score micro-tiles");
   static_assert(o_tx * o_ty == THREADS && D % O_DIMS == 0 && ROWS % O_ROWS == 0, "output micro-tiles");
   static_assert(O_DIMS % 4 == 0 && O_ROWS % 4 == 0, "output micro-tiles are read as float4");
-  static_assert(THREADS % ROWS == 0 && KEYS % tpr == 0 && (tpr & (tpr - 1)) == 0 && tpr <= 32, "softmax rows");
-  static_assert(KEYS * chunks % THREADS == 0 && cpt >= 1, "K/V tile loads");
+  static_assert(THREADS % ROWS == 0 && KEYS % threads_per_row == 0 && (threads_per_row & (threads_per_row - 1)) == 0 && threads_per_row <= 32, "softmax rows");
+  static_assert(KEYS * chunks % THREADS == 0 && chunks_per_thread >= 1, "K/V tile loads");
   static_assert(D % 4 == 0 && (ROWS * D) % block_values == 0, "rotation groups");
 };
 
@@ -202,27 +204,6 @@ static_assert(tile_fits_lds<platform::arch_family::rdna4>() && tile_fits_lds<pla
 static_assert(tile_config_for<256, platform::arch_family::nvidia>::smem_bytes <= platform::nvidia_max_shared_bytes,
               "an NVIDIA tile shape needs more than 227 KB of shared memory");
 
-// ---- arguments -----------------------------------------------------------------------------------
-
-struct tile_args : attention_views {
-  int hpb;          // query heads per work-group (min(gqa, rows))
-  int head_groups;  // ceil(gqa / hpb)
-  int ncols;        // queries per work-group (rows / hpb)
-  int q_tiles;      // ceil(n_q / ncols)
-};
-
-// The TILE arguments of a call. k_was / v_was: the storage type of K and V as the caller gave
-// them (they differ from p.k.type / p.v.type once materialized), which decides the rotations.
-inline tile_args make_tile_args(const attention_params& p, int rows, data_type k_was, data_type v_was) {
-  tile_args a{};
-  static_cast<attention_views&>(a) = make_views(p, k_was, v_was);
-  a.hpb = a.gqa < rows ? a.gqa : rows;
-  a.head_groups = (a.gqa + a.hpb - 1) / a.hpb;
-  a.ncols = rows / a.hpb;
-  a.q_tiles = (a.n_q + a.ncols - 1) / a.ncols;
-  return a;
-}
-
 // ---- device helpers ------------------------------------------------------------------------------
 
 // Thread (x, y) of a TX x TY grid. Where the shape allows, a warp covers 8 x-positions by
@@ -244,192 +225,28 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void tile_grid_pos(int tid, int& x, int& y) {
   }
 }
 
-struct tile_row {
-  int query;  // -1: padding row
-  int head;
-};
-
-TURBO3_DEVICE TURBO3_FORCEINLINE tile_row tile_row_of(const tile_args& a, int r, int kv_head, int head_group, int q_tile) {
-  const int c = r / a.hpb, g = head_group * a.hpb + r % a.hpb;
-  const int i = q_tile * a.ncols + c;
-  const bool active = c < a.ncols && i < a.n_q && g < a.gqa;
-  return {active ? i : -1, kv_head * a.gqa + g};
-}
-
-// What a prefill work-group (TILE or MMA: the grid of launch_prefill_grid) serves. Blocks are
-// numbered query tile by query tile, the longest causal tiles first, every KV head and head group of
-// one query tile next to each other, so the longest work-groups of all heads start first and the
-// short ones fill in at the end. (Numbered head by head, the last heads' long tiles started last
-// and ran on alone: a schedule 1.5x / 1.2x longer at pp2048 / pp4096, D = 256, 8 KV heads, 132 SMs.)
-struct prefill_block {
-  int q_tile, kv_head, head_group, seq;
-};
-TURBO3_DEVICE TURBO3_FORCEINLINE prefill_block prefill_block_of(const tile_args& a) {
-  const int heads = a.n_head_kv * a.head_groups;
-  const int i = static_cast<int>(blockIdx.x), h = i % heads;
-  return {a.q_tiles - 1 - i / heads, h / a.head_groups, h % a.head_groups, static_cast<int>(blockIdx.y)};
-}
-
-// The keys a work-group of query tile q_tile can see: with causal, none past its last query's
-// diagonal.
-TURBO3_DEVICE TURBO3_FORCEINLINE int prefill_kv_end(const tile_args& a, int q_tile) {
-  if (!a.causal) return a.n_kv;
-  const int last_query = min(a.n_q - 1, q_tile * a.ncols + a.ncols - 1);
-  return max(0, min(a.n_kv, last_query + a.n_kv - a.n_q + 1));
-}
-
-// A row's window end before the mask: its causal diagonal, within the work-group's kv_end.
-TURBO3_DEVICE TURBO3_FORCEINLINE int prefill_window_end(const tile_args& a, const tile_row& row, int kv_end) {
-  return a.causal ? min(kv_end, row.query + a.n_kv - a.n_q + 1) : kv_end;
-}
-
-// A row's output factor from its running maximum m and sum l (base 2): 1 / (sum + sink term),
-// scaled to the common maximum; 0 for a row that saw no key (sink or not).
-TURBO3_DEVICE TURBO3_FORCEINLINE float prefill_row_factor(const tile_args& a, const tile_row& row, float m, float l) {
-  if (m == -INFINITY) return 0.0f;
-  const float sink = (a.sinks && row.query >= 0) ? a.sinks[row.head] * log2e : -INFINITY;
-  const float m_all = fmaxf(m, sink);
-  const float keep = platform::exp2_fast(m - m_all);
-  const float denom = l * keep + (sink == -INFINITY ? 0.0f : platform::exp2_fast(sink - m_all));
-  return keep / denom;
-}
-
-// The mask row of a (query, head) row; a.mask must be set and row.query >= 0.
-TURBO3_DEVICE TURBO3_FORCEINLINE const platform::half* mask_row_of(const tile_args& a, const tile_row& row, int seq) {
-  return reinterpret_cast<const platform::half*>(a.mask + row.query * a.mask_nb1 + (row.head % a.mask_ne2) * a.mask_nb2 +
-                                                 (seq % a.mask_ne3) * a.mask_nb3);
-}
-
-TURBO3_DEVICE TURBO3_FORCEINLINE int warp_max_int(int v) {
-  for (int o = platform::warp_size / 2; o > 0; o /= 2) v = max(v, platform::shfl_xor(v, o));
-  return v;
-}
-
-// An upper bound on the keys a mask row shows below limit: 1 + the last key j < limit whose value
-// is not -inf, rounded up to the end of its 8-key run (0: none). A whole warp reads the row, in
-// 16-byte loads from its first 16-byte boundary on. The kernels take it as each row's window end,
-// so key tiles a mask hides entirely (ggml's causal prefill mask: everything past the diagonal)
-// are never loaded or multiplied; the mask itself still applies to the keys before it.
-TURBO3_DEVICE TURBO3_FORCEINLINE int mask_row_visible_end(const platform::half* row, int limit, int lane) {
-  constexpr uint32_t neg_inf2 = 0xfc00fc00u;  // two f16 -inf
-  const uint16_t* h = reinterpret_cast<const uint16_t*>(row);
-  const int lead = min(limit, static_cast<int>(((16 - (reinterpret_cast<uintptr_t>(h) & 15)) & 15) / 2));
-  int end = 0;
-  if (lane < lead && h[lane] != 0xfc00u) end = lane + 1;
-  const int n_vec = (limit - lead) / 8;
-  const uint4* v = reinterpret_cast<const uint4*>(h + lead);
-#pragma unroll 4
-  for (int k = lane; k < n_vec; k += platform::warp_size) {
-    const uint4 w = v[k];
-    if (((w.x ^ neg_inf2) | (w.y ^ neg_inf2) | (w.z ^ neg_inf2) | (w.w ^ neg_inf2)) != 0u) end = lead + 8 * k + 8;
-  }
-  const int j = lead + 8 * n_vec + lane;
-  if (j < limit && h[j] != 0xfc00u) end = max(end, j + 1);
-  return warp_max_int(end);
-}
-
-// Where the call has a mask: each row's visible end (mask_row_visible_end below its window end)
-// into row_end_s [rows], one warp per mask row (rows that share one, heads of a query over a
-// broadcast mask, read it once); returns the largest (the work-group's key end) to every thread.
-// window_end(row): the end without the mask. Synchronizes.
-template <int ROWS, int THREADS, class WindowEnd>
-TURBO3_DEVICE int mask_visible_ends(const tile_args& a, int kv_head, int head_group, int q_tile, int seq, int tid,
-                                    int* row_end_s, WindowEnd window_end) {
-  constexpr int ws = platform::warp_size, warps = THREADS / ws;
-  const int warp = tid / ws, lane = tid % ws;
-  const int share = a.mask_ne2 == 1 ? a.hpb : 1;  // consecutive rows reading one mask row
-  for (int r = warp * share; r < ROWS; r += warps * share) {
-    const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);
-    const int end = row.query < 0 ? 0 : mask_row_visible_end(mask_row_of(a, row, seq), window_end(row), lane);
-    if (lane == 0) row_end_s[r] = end;
-  }
-  platform::sync_threads();
-  int wg_end = 0;
-  for (int r = lane * share; r < ROWS; r += ws * share) wg_end = max(wg_end, row_end_s[r]);
-  return warp_max_int(wg_end);
-}
-// A row's entry in mask_visible_ends' row_end_s.
-TURBO3_DEVICE TURBO3_FORCEINLINE int mask_visible_end_of(const tile_args& a, const int* row_end_s, int r) {
-  const int share = a.mask_ne2 == 1 ? a.hpb : 1;
-  return row_end_s[r - r % share];
-}
-
-// Row-wise Q load and output store of a TILE or MMA work-group. A warp takes whole rows: where a
-// row's data lives (a division by the heads per work-group) is worked out once per row, not per
-// element, the lanes touch consecutive dimensions, and each lane issues all of its loads of a row
-// before it stores any.
-
-// Q rows into dst [ROWS][ld] (float32), prescaled; padding rows become zeros.
-template <int D, int ROWS, int THREADS>
-TURBO3_DEVICE TURBO3_FORCEINLINE void tile_load_q(const tile_args& a, float* dst, int ld, int kv_head, int head_group,
-                                                  int q_tile, int seq, int tid) {
-  constexpr int ws = platform::warp_size, warps = THREADS / ws, per_lane = (D + ws - 1) / ws;
-  const int warp = tid / ws, lane = tid % ws;
-  for (int r = warp; r < ROWS; r += warps) {
-    const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);
-    float v[per_lane];
-    TURBO3_UNROLL
-    for (int i = 0; i < per_lane; ++i) v[i] = 0.0f;
-    if (row.query >= 0) {
-      const char* src = a.q + row.query * a.q_nb1 + row.head * a.q_nb2 + seq * a.q_nb3;
-      if (a.q_f16) {
-        TURBO3_UNROLL
-        for (int i = 0; i < per_lane; ++i)
-          if (D % ws == 0 || lane + i * ws < D)
-            v[i] = platform::half_to_float(reinterpret_cast<const platform::half*>(src)[lane + i * ws]);
-      } else {
-        TURBO3_UNROLL
-        for (int i = 0; i < per_lane; ++i)
-          if (D % ws == 0 || lane + i * ws < D) v[i] = reinterpret_cast<const float*>(src)[lane + i * ws];
-      }
-    }
-    TURBO3_UNROLL
-    for (int i = 0; i < per_lane; ++i)
-      if (D % ws == 0 || lane + i * ws < D) dst[r * ld + lane + i * ws] = v[i] * a.q_prescale;
-  }
-}
-
-// Output rows from src [ROWS][ld] (float32, final values) to the caller's out; padding rows skipped.
-template <int D, int ROWS, int THREADS>
-TURBO3_DEVICE TURBO3_FORCEINLINE void tile_store_out(const tile_args& a, const float* src, int ld, int kv_head,
-                                                     int head_group, int q_tile, int seq, int tid) {
-  constexpr int ws = platform::warp_size, warps = THREADS / ws, per_lane = (D + ws - 1) / ws;
-  const int warp = tid / ws, lane = tid % ws;
-  for (int r = warp; r < ROWS; r += warps) {
-    const tile_row row = tile_row_of(a, r, kv_head, head_group, q_tile);
-    if (row.query < 0) continue;
-    char* dst = output_row(a, row.query, row.head, seq);
-    TURBO3_UNROLL
-    for (int i = 0; i < per_lane; ++i) {
-      const int d = lane + i * ws;
-      if (D % ws != 0 && d >= D) continue;
-      store_output(a, dst, d, src[r * ld + d]);
-    }
-  }
-}
-
 // Packed chunks of one K or V tile, loaded into registers ahead of their use. Nothing consumes a
 // loaded word before the tile is stored (after the next barrier), so the loads stay in flight
 // across the compute phase in between: for turbo3 the 16-bit words (qs halves, signs, norm) are
 // kept as loaded and combined only at store time.
-template <class L, int CPT, bool T3 = L::type == data_type::turbo3>
+template <class L, int CHUNKS_PER_THREAD, bool T3 = L::type == data_type::turbo3>
 struct tile_raw {
-  typename L::raw_chunk raw[CPT];
+  typename L::raw_chunk raw[CHUNKS_PER_THREAD];
   TURBO3_DEVICE TURBO3_FORCEINLINE void clear(int u) { raw[u] = typename L::raw_chunk{}; }
   // Chunk u + 1 moves to slot u (overlapped decode: slot 0 is always the next one, so that a loop
   // that is not unrolled never indexes the registers at run time).
   TURBO3_DEVICE TURBO3_FORCEINLINE void shift() {
     TURBO3_UNROLL
-    for (int u = 0; u + 1 < CPT; ++u) raw[u] = raw[u + 1];
+    for (int u = 0; u + 1 < CHUNKS_PER_THREAD; ++u) raw[u] = raw[u + 1];
   }
 };
-template <class L, int CPT>
-struct tile_raw<L, CPT, true> {
-  uint32_t qs_lo[CPT], qs_hi[CPT], signs[CPT], norm[CPT];
+template <class L, int CHUNKS_PER_THREAD>
+struct tile_raw<L, CHUNKS_PER_THREAD, true> {
+  uint32_t qs_lo[CHUNKS_PER_THREAD], qs_hi[CHUNKS_PER_THREAD], signs[CHUNKS_PER_THREAD], norm[CHUNKS_PER_THREAD];
   TURBO3_DEVICE TURBO3_FORCEINLINE void clear(int u) { qs_lo[u] = qs_hi[u] = signs[u] = norm[u] = 0u; }
   TURBO3_DEVICE TURBO3_FORCEINLINE void shift() {
     TURBO3_UNROLL
-    for (int u = 0; u + 1 < CPT; ++u) {
+    for (int u = 0; u + 1 < CHUNKS_PER_THREAD; ++u) {
       qs_lo[u] = qs_lo[u + 1];
       qs_hi[u] = qs_hi[u + 1];
       signs[u] = signs[u + 1];
@@ -439,10 +256,10 @@ struct tile_raw<L, CPT, true> {
 };
 
 template <class C, class L>
-TURBO3_DEVICE TURBO3_FORCEINLINE void tile_load_raw(tile_raw<L, C::cpt>& t, const char* head, int64_t nb1, int j0,
+TURBO3_DEVICE TURBO3_FORCEINLINE void tile_load_raw(tile_raw<L, C::chunks_per_thread>& t, const char* head, int64_t nb1, int j0,
                                                     int n_valid, int tid) {
   TURBO3_UNROLL
-  for (int u = 0; u < C::cpt; ++u) {
+  for (int u = 0; u < C::chunks_per_thread; ++u) {
     const int idx = tid + C::threads * u;
     const int jj = idx / C::chunks, c = idx % C::chunks;
     if (jj < n_valid) {
@@ -466,8 +283,8 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void tile_load_raw(tile_raw<L, C::cpt>& t, cons
 
 // Chunk slot u of t decoded into out (16 floats in natural order), scaled (turbo3: the block
 // norm; the float product of two fp16 values is exact).
-template <class L, int CPT>
-TURBO3_DEVICE TURBO3_FORCEINLINE void tile_decode_chunk(const tile_raw<L, CPT>& t, int u, const turbo3_lut& lut,
+template <class L, int CHUNKS_PER_THREAD>
+TURBO3_DEVICE TURBO3_FORCEINLINE void tile_decode_chunk(const tile_raw<L, CHUNKS_PER_THREAD>& t, int u, const turbo3_lut& lut,
                                                         float4* out) {
   float x[kv::chunk_values];
   float s = 1.0f;
@@ -485,10 +302,10 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void tile_decode_chunk(const tile_raw<L, CPT>& 
 
 // Decodes the packed chunks into dst [keys][qs] (tile_decode_chunk); keys past n_valid become zeros.
 template <class C, class L>
-TURBO3_DEVICE TURBO3_FORCEINLINE void tile_store(const tile_raw<L, C::cpt>& t, float* dst, int n_valid,
+TURBO3_DEVICE TURBO3_FORCEINLINE void tile_store(const tile_raw<L, C::chunks_per_thread>& t, float* dst, int n_valid,
                                                  const turbo3_lut& lut, int tid) {
   TURBO3_UNROLL
-  for (int u = 0; u < C::cpt; ++u) {
+  for (int u = 0; u < C::chunks_per_thread; ++u) {
     const int idx = tid + C::threads * u;
     const int jj = idx / C::chunks, c = idx % C::chunks;
     float4* out = reinterpret_cast<float4*>(dst + jj * C::qs + c * kv::chunk_values);
@@ -505,7 +322,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void tile_store(const tile_raw<L, C::cpt>& t, f
 // valid ones cleared at load) into its place in dst and shifts the next chunk into slot 0. No
 // branch, so its instructions can be scheduled among the multiply-adds around it.
 template <class C, class L>
-TURBO3_DEVICE TURBO3_FORCEINLINE void tile_store_next(tile_raw<L, C::cpt>& t, float* dst, const turbo3_lut& lut,
+TURBO3_DEVICE TURBO3_FORCEINLINE void tile_store_next(tile_raw<L, C::chunks_per_thread>& t, float* dst, const turbo3_lut& lut,
                                                       int tid, int u) {
   const int idx = tid + C::threads * u;
   const int jj = idx / C::chunks, c = idx % C::chunks;
@@ -520,19 +337,10 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void tile_rotate(float* q_s, int tid) {
   else rotate_rows_shared<Inverse, D / block_values>(q_s, C::rows, C::qs, tid, C::threads);
 }
 
-TURBO3_DEVICE TURBO3_FORCEINLINE float tile_group_max(float v, int width) {
-  for (int o = width / 2; o > 0; o /= 2) v = fmaxf(v, platform::shfl_xor(v, o, width));
-  return v;
-}
-TURBO3_DEVICE TURBO3_FORCEINLINE float tile_group_sum(float v, int width) {
-  for (int o = width / 2; o > 0; o /= 2) v += platform::shfl_xor(v, o, width);
-  return v;
-}
-
 // ---- the kernel ----------------------------------------------------------------------------------
 
 template <int D, class KL, class VL, class C>
-TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_kernel(tile_args a) {
+TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_kernel(prefill_args a) {
   static_assert(C::head_dim == D, "config for another head dim");
   static_assert(KL::type != data_type::turbo3 || D % block_values == 0, "turbo3 K needs D % 128 == 0");
   static_assert(VL::type != data_type::turbo3 || D % block_values == 0, "turbo3 V needs D % 128 == 0");
@@ -552,20 +360,20 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
   const char* const v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
 
   // ---- Q tile: prescaled, rotated when asked ---------------------------------------------------
-  tile_load_q<D, C::rows, C::threads>(a, q_s, C::qs, kv_head, head_group, q_tile, seq, tid);
+  prefill_load_q<D, C::rows, C::threads>(a, q_s, C::qs, kv_head, head_group, q_tile, seq, tid);
   platform::sync_threads();
   if constexpr (D % block_values == 0) {  // rotations come with turbo3, whose rows are whole blocks
     if (a.rotate_q) tile_rotate<false, D, C>(q_s, tid);
   }
 
   // ---- keys the mask hides from every row of a tile are never loaded (mask_row_visible_end) ------
-  auto window_end = [&](const tile_row& row) { return prefill_window_end(a, row, kv_end); };
+  auto window_end = [&](const prefill_row& row) { return prefill_window_end(a, row, kv_end); };
   int* const mask_end_s = reinterpret_cast<int*>(s_s);  // [rows], free until the first tile
   if (a.mask) kv_end = mask_visible_ends<C::rows, C::threads>(a, kv_head, head_group, q_tile, seq, tid, mask_end_s, window_end);
 
   // ---- softmax state: thread tid serves row sm_row with sm_sub's share of the keys -------------
-  const int sm_row = tid / C::tpr, sm_sub = tid % C::tpr;
-  const tile_row srow = tile_row_of(a, sm_row, kv_head, head_group, q_tile);
+  const int sm_row = tid / C::threads_per_row, sm_sub = tid % C::threads_per_row;
+  const prefill_row srow = prefill_row_of(a, sm_row, kv_head, head_group, q_tile);
   int row_end = 0;  // keys [0, row_end) may be visible to this row
   const platform::half* mask_row = nullptr;
   float slope = 0.0f;
@@ -591,12 +399,12 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
     for (int e = 0; e < C::o_dims; ++e) o[i][e] = 0.0f;
 
   const int n_tiles = (kv_end + C::keys - 1) / C::keys;
-  tile_raw<KL, C::cpt> k_raw;
-  tile_raw<VL, C::cpt> v_raw;
+  tile_raw<KL, C::chunks_per_thread> k_raw;
+  tile_raw<VL, C::chunks_per_thread> v_raw;
   auto no_hook = [](int) {};
 
   // ---- scores S = Q K^T of the tile in k_tile into s_s; between_chunks(u) runs after each of the
-  // overlapped loop's cpt runs --------------------------------------------------------------------
+  // overlapped loop's chunks_per_thread runs --------------------------------------------------------------------
   auto score_tile = [&](const float* k_tile, auto&& between_chunks) {
     float acc[C::s_rows][C::s_keys];
     TURBO3_UNROLL
@@ -630,7 +438,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
       load(0, qa, ka);
       int d = 0;
 #pragma unroll 1
-      for (int u = 0; u < C::cpt; ++u) {
+      for (int u = 0; u < C::chunks_per_thread; ++u) {
         TURBO3_UNROLL
         for (int i = 0; i < C::score_steps_per_chunk; ++i, d += 8) {
           load(d + 4, qb, kb);
@@ -663,15 +471,15 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
       for (int k = 0; k < C::s_keys; ++k) s_s[(s_x + k * C::s_tx) * C::ss + s_y + i * C::s_ty] = acc[i][k];
   };
 
-  // ---- online softmax over the tile at key j0, one row per tpr threads: P into s_s, each row's
+  // ---- online softmax over the tile at key j0, one row per threads_per_row threads: P into s_s, each row's
   // rescale factor into row_s ----------------------------------------------------------------------
   auto softmax_tile = [&](int j0) {
-    constexpr int kpt = C::keys / C::tpr;
+    constexpr int kpt = C::keys / C::threads_per_row;
     float s[kpt];
     float mx = -INFINITY;
     TURBO3_UNROLL
     for (int k = 0; k < kpt; ++k) {
-      const int jj = sm_sub + k * C::tpr, j = j0 + jj;
+      const int jj = sm_sub + k * C::threads_per_row, j = j0 + jj;
       float v = s_s[jj * C::ss + sm_row];
       if (a.softcap_post != 0.0f) v = a.softcap_post * platform::tanh_fast(v);
       bool visible = j < row_end;
@@ -683,18 +491,18 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
       s[k] = visible ? v : -INFINITY;
       mx = fmaxf(mx, s[k]);
     }
-    mx = tile_group_max(mx, C::tpr);
+    mx = prefill_group_max(mx, C::threads_per_row);
     const float m_new = fmaxf(m_run, mx);
     const float alpha = m_new == -INFINITY ? 1.0f : platform::exp2_fast(m_run - m_new);
     float sum = 0.0f;
     TURBO3_UNROLL
     for (int k = 0; k < kpt; ++k) {
-      const int jj = sm_sub + k * C::tpr;
+      const int jj = sm_sub + k * C::threads_per_row;
       const float p = s[k] == -INFINITY ? 0.0f : platform::exp2_fast(s[k] - m_new);
       s_s[jj * C::ss + sm_row] = p;
       sum += p;
     }
-    sum = tile_group_sum(sum, C::tpr);
+    sum = prefill_group_sum(sum, C::threads_per_row);
     l_run = l_run * alpha + sum;
     m_run = m_new;
     if (sm_sub == 0) row_s[sm_row] = alpha;
@@ -732,7 +540,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
     };
     // Pipelined: keys in pairs, reads one key ahead (as in the score loop). A pair may run one
     // key past n_valid: that key's probability and V row are zeros (keys is even). Overlapped:
-    // every pair of the tile (past n_valid, zeros), in cpt runs.
+    // every pair of the tile (past n_valid, zeros), in chunks_per_thread runs.
     static_assert(C::keys % 2 == 0, "keys per tile");
     float4 pa[C::o_rows / 4], va[C::o_dims / 4];
     if constexpr (C::overlapped) {
@@ -740,7 +548,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
       load(0, pa, va);
       int jp = 0;
 #pragma unroll 1
-      for (int u = 0; u < C::cpt; ++u) {
+      for (int u = 0; u < C::chunks_per_thread; ++u) {
         TURBO3_UNROLL
         for (int i = 0; i < C::pv_pairs_per_chunk; ++i, ++jp) {
           load(2 * jp + 1, pb, vb);
@@ -834,31 +642,10 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
   if constexpr (D % block_values == 0) {
     if (a.unrotate_out) tile_rotate<true, D, C>(q_s, tid);
   }
-  tile_store_out<D, C::rows, C::threads>(a, q_s, C::qs, kv_head, head_group, q_tile, seq, tid);
+  prefill_store_out<D, C::rows, C::threads>(a, q_s, C::qs, kv_head, head_group, q_tile, seq, tid);
 }
 
 // ---- host side: support, dispatch ------------------------------------------------------------------
-
-inline bool tile_rows_aligned16(const tensor_view& t) {
-  return is_aligned(t.data, 16) && t.nb[1] % 16 == 0 && t.nb[2] % 16 == 0 && t.nb[3] % 16 == 0;
-}
-
-// Query rows per work-group of the smallest prefill configuration: TILE takes 32 or 64, MMA 16 per
-// warp, the warpgroup kernels 64 or more. Fewer rows per work-group give more work-groups, so a
-// grid that fits with this many fits with every configuration.
-inline constexpr int prefill_min_rows = 16;
-
-// Whether a prefill grid (launch_prefill_grid: query tiles x KV heads x head groups, by
-// sequences) fits the launch limits (x < 2^31, y <= 65535) with prefill_min_rows rows per
-// work-group, computed as make_tile_args does.
-inline bool prefill_grid_fits(const attention_params& p) {
-  const int64_t gqa = p.n_head() / p.n_head_kv(), rows = prefill_min_rows;
-  const int64_t heads_per_block = gqa < rows ? gqa : rows;
-  const int64_t head_groups = (gqa + heads_per_block - 1) / heads_per_block;
-  const int64_t ncols = rows / heads_per_block;
-  const int64_t q_tiles = (p.n_q() + ncols - 1) / ncols;
-  return p.n_seq() <= 65535 && q_tiles * p.n_head_kv() * head_groups <= INT32_MAX;
-}
 
 // Whether the TILE kernel takes these (validated) params: D_k == D_v in {64, 128, 256} (64 only
 // with f16 K and V), f16 K/V rows 16-byte aligned, grid dimensions within the hardware limits.
@@ -866,54 +653,19 @@ inline status tile_supported(const attention_params& p) {
   if (!has_kernel_loader(p.k.type) || !has_kernel_loader(p.v.type)) return status::unsupported;
   const int64_t d = p.head_dim_k();
   if (d != p.head_dim_v() || !tile_head_dim(static_cast<int>(d))) return status::unsupported;
-  if (p.k.type == data_type::f16 && !tile_rows_aligned16(p.k)) return status::unsupported;
-  if (p.v.type == data_type::f16 && !tile_rows_aligned16(p.v)) return status::unsupported;
+  if (p.k.type == data_type::f16 && !rows_aligned16(p.k)) return status::unsupported;
+  if (p.v.type == data_type::f16 && !rows_aligned16(p.v)) return status::unsupported;
   if (p.n_seq() > 65535 || p.n_head() > 65535 || !prefill_grid_fits(p)) return status::unsupported;
   return status::ok;
 }
 
-// Shared memory past the default 48 KB needs a kernel's limit raised on each device it runs on (the
-// attribute applies to the current device). Not a stream operation, so legal under capture; the
-// callers keep the result per (device, kernel) and call it with that device current.
-template <class Kernel>
-bool raise_smem_limit(Kernel* kernel, size_t smem_bytes) {
-  const platform::error_scope errors;
-  if (hipFuncSetAttribute(reinterpret_cast<const void*>(kernel), hipFuncAttributeMaxDynamicSharedMemorySize,
-                          static_cast<int>(smem_bytes)) == hipSuccess)
-    return true;
-  errors.clear_own();
-  return false;
-}
-
-// A prefill kernel (TILE or MMA) over its grid: (query tiles x KV heads x head groups) x sequences
-// (prefill_block_of), its shared-memory limit raised on its first launch on `device` (the
-// stream's; smem_bytes: the kernel's one size). A refused raise is not kept: runtime_error now, and
-// the next call tries again.
-template <auto Kernel>
-status launch_prefill_grid(const tile_args& a, int threads, size_t smem_bytes, int device, hipStream_t stream) {
-  if (smem_bytes > 48 * 1024) {
-    static platform::per_device_value limit_raised;
-    int raised = 0;
-    const bool ok = limit_raised.get(device, raised, [&](int& yes) {
-      const platform::device_guard on_device(device);
-      yes = on_device.ok() && raise_smem_limit(Kernel, smem_bytes) ? 1 : 0;
-      return yes == 1;
-    });
-    if (!ok) return status::runtime_error;
-  }
-  const platform::error_scope errors;
-  const dim3 grid(static_cast<unsigned>(a.q_tiles * a.n_head_kv * a.head_groups), static_cast<unsigned>(a.n_seq));
-  Kernel<<<grid, threads, smem_bytes, stream>>>(a);
-  return errors.launches_ok() ? status::ok : status::runtime_error;
-}
-
 template <int D, class KL, class VL, class C>
-status launch_tile_config(const tile_args& a, int device, hipStream_t stream) {
+status launch_tile_config(const prefill_args& a, int device, hipStream_t stream) {
   return launch_prefill_grid<&tile_kernel<D, KL, VL, C>>(a, C::threads, C::smem_bytes, device, stream);
 }
 
 template <int D, class KL, class VL>
-status launch_tile_family(const tile_args& a, platform::arch_family f, int device, hipStream_t stream) {
+status launch_tile_family(const prefill_args& a, platform::arch_family f, int device, hipStream_t stream) {
 #if defined(TURBO3_PLATFORM_CUDA)
   (void)f;
   return launch_tile_config<D, KL, VL, tile_config_for<D, platform::arch_family::nvidia>>(a, device, stream);
@@ -932,11 +684,11 @@ status launch_tile_family(const tile_args& a, platform::arch_family f, int devic
 inline int tile_rows(platform::arch_family f, int d) { return tile_table(f, d).rows; }
 
 // Launches TILE for validated, tile_supported params on `device` (the stream's). k_was / v_was as
-// for make_tile_args.
+// for make_prefill_args.
 inline status launch_tile(const attention_params& p, data_type k_was, data_type v_was, int device, hipStream_t stream) {
   const platform::arch_family f = platform::device_family(device);
   const int d = static_cast<int>(p.head_dim_k());
-  const tile_args a = make_tile_args(p, tile_rows(f, d), k_was, v_was);
+  const prefill_args a = make_prefill_args(p, tile_rows(f, d), k_was, v_was);
   using T3 = kv::turbo3_loader;
   using F16 = kv::f16_loader;
   const bool kt = p.k.type == data_type::turbo3, vt = p.v.type == data_type::turbo3;
@@ -958,6 +710,17 @@ inline status launch_tile(const attention_params& p, data_type k_was, data_type 
       return status::unsupported;
   }
 }
+
+// ---- the family's entry point (the four questions of vec_family) ----------------------------------
+struct tile_family {
+  struct plan_type {};
+  static status supported(const attention_params& p) { return tile_supported(p); }
+  static status plan(const attention_params&, const launch_options&, int, plan_type&) { return status::ok; }
+  static size_t workspace_bytes(const plan_type&) { return 0; }  // none
+  static status launch(const attention_params& p, const plan_type&, void*, int device, hipStream_t stream) {
+    return launch_tile(p, p.k.type, p.v.type, device, stream);
+  }
+};
 
 }  // namespace detail
 }  // namespace turbo3

@@ -30,27 +30,27 @@ inline constexpr int vec_load_batch = 4;
 // Query rows per work-group (GQA heads x queries), padded to a power of two.
 TURBO3_HD constexpr int vec_max_rows(int head_dim) { return head_dim >= 512 ? 8 : 16; }
 
-template <int D, class KL, class VL, int NR>
+template <int D, class KL, class VL, int ROWS>
 struct vec_config {
   static constexpr int chunks = D / kv::chunk_values;              // 16-value chunks per row
-  static constexpr int rows_per_thread = NR < 4 ? NR : 4;          // value-phase rows per thread
-  static constexpr int row_slices = NR / rows_per_thread;
+  static constexpr int rows_per_thread = ROWS < 4 ? ROWS : 4;          // value-phase rows per thread
+  static constexpr int row_slices = ROWS / rows_per_thread;
   static constexpr int key_slices = vec_threads / (chunks * row_slices);
   static constexpr int v_batch = (vec_load_batch < vec_tile / key_slices) ? vec_load_batch : vec_tile / key_slices;
   static constexpr int keys_per_pass = vec_threads / chunks;       // score phase: keys read at once
   static constexpr int min2(int a, int b) { return a < b ? a : b; }
   static constexpr int k_batch = min2(vec_load_batch, vec_tile / keys_per_pass);
-  static constexpr bool q_in_registers = NR <= 4;                  // else Q chunks come from shared memory
+  static constexpr bool q_in_registers = ROWS <= 4;                  // else Q chunks come from shared memory
   static constexpr int k_scale_values = KL::values_per_scale < D ? KL::values_per_scale : D;
   static constexpr int v_scale_values = VL::values_per_scale < D ? VL::values_per_scale : D;
   static constexpr int v_scales = D / v_scale_values;
-  static constexpr int q_floats = NR * D;
-  static constexpr int w_floats = v_scales * vec_tile * NR;
-  static constexpr int reduce_floats = key_slices * NR * D;
+  static constexpr int q_floats = ROWS * D;
+  static constexpr int w_floats = v_scales * vec_tile * ROWS;
+  static constexpr int reduce_floats = key_slices * ROWS * D;
   static constexpr int max2(int a, int b) { return a > b ? a : b; }
   static constexpr int smem_floats = max2(max2(q_floats + w_floats, reduce_floats), 2 * q_floats);
   static_assert(D % kv::chunk_values == 0, "head dim must be a multiple of 16");
-  static_assert(NR >= 1 && NR <= vec_max_rows(D) && (NR & (NR - 1)) == 0, "rows per work-group");
+  static_assert(ROWS >= 1 && ROWS <= vec_max_rows(D) && (ROWS & (ROWS - 1)) == 0, "rows per work-group");
   static_assert(vec_threads % (chunks * row_slices) == 0 && key_slices >= 1, "value-phase layout");
   static_assert(chunks <= 32 && (chunks & (chunks - 1)) == 0, "a key's lanes must sit in one warp");
   static_assert(KL::type != data_type::turbo3 || D % block_values == 0, "turbo3 needs D % 128 == 0");
@@ -112,9 +112,9 @@ TURBO3_HD constexpr int vec_partial_pitch(int D) { return D + 8; }
 inline constexpr int vec_partial_align = 32;  // bytes
 
 TURBO3_DEVICE TURBO3_FORCEINLINE size_t vec_partial_row(const attention_args& a, int seq, int kv_block, int q_tile,
-                                                        int split, int blocks_per_seq, int NR, int r, int D) {
+                                                        int split, int blocks_per_seq, int ROWS, int r, int D) {
   const size_t base = ((static_cast<size_t>(seq) * blocks_per_seq + kv_block) * a.q_tiles + q_tile) * a.n_splits + split;
-  return (base * NR + r) * static_cast<size_t>(vec_partial_pitch(D));
+  return (base * ROWS + r) * static_cast<size_t>(vec_partial_pitch(D));
 }
 
 // Where a VEC work-group sits: KV head, head split, sequence, query tile, split and key range.
@@ -182,11 +182,11 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(Threads) vec_zero_counters_kernel(unsign
     counters[i] = 0u;
 }
 
-// Q rows of the work-group into q_s [NR][D]: prescaled, rotated when K is turbo3 and the library
-// rotates, permuted into the K loader's slot order. q_nat is NR * D floats of scratch.
-template <int D, class KL, int NR>
+// Q rows of the work-group into q_s [ROWS][D]: prescaled, rotated when K is turbo3 and the library
+// rotates, permuted into the K loader's slot order. q_nat is ROWS * D floats of scratch.
+template <int D, class KL, int ROWS>
 TURBO3_DEVICE void load_queries(const attention_args& a, const vec_context& x, float* q_s, float* q_nat, int tid) {
-  for (int idx = tid; idx < NR * D; idx += vec_threads) {
+  for (int idx = tid; idx < ROWS * D; idx += vec_threads) {
     const int r = idx / D, d = idx % D;
     float v = 0.0f;
     if (r < x.active_rows) {  // the rest pad the row count: zeros
@@ -200,7 +200,7 @@ TURBO3_DEVICE void load_queries(const attention_args& a, const vec_context& x, f
   // Only the rows that hold a query: padding rows are zeros, which the rotation keeps.
   if (KL::type == data_type::turbo3 && a.rotate_q)
     rotate_groups_shared<false>(q_nat, x.active_rows * D / block_values, tid, vec_threads);
-  for (int idx = tid; idx < NR * D; idx += vec_threads) {
+  for (int idx = tid; idx < ROWS * D; idx += vec_threads) {
     const int r = idx / D, d = idx % D, c = d / kv::chunk_values, e = d % kv::chunk_values;
     q_s[r * D + c * kv::chunk_values + KL::slot(e)] = q_nat[idx];
   }
@@ -208,25 +208,25 @@ TURBO3_DEVICE void load_queries(const attention_args& a, const vec_context& x, f
 }
 
 // Online softmax over one tile. Thread tid owns key j0 + tid: it reads its raw scores from
-// score_s [tile][NR], applies softcap, mask, ALiBi and the causal window, updates the running sum
-// of every row (its own keys' share), and writes p * norm of each V block to w_s [V_SCALES][tile][NR]
+// score_s [tile][ROWS], applies softcap, mask, ALiBi and the causal window, updates the running sum
+// of every row (its own keys' share), and writes p * norm of each V block to w_s [V_SCALES][tile][ROWS]
 // and the rows' rescale factors to alpha_s. The running maxima live in shared memory (m_s, one
 // thread updates each row): as per-thread copies they are wave-uniform values that AMD compilers
 // keep in scalar registers, and 16 rows of them spill there. The caller synchronizes before
 // reading w_s.
-template <int NR, int V_SCALES, class VL>
+template <int ROWS, int V_SCALES, class VL>
 TURBO3_DEVICE void softmax_tile(const attention_args& a, const vec_context& x, int j0, const float* score_s,
-                                const vec_row_info* rows, float (*warp_part)[NR], float* alpha_s, float* w_s,
-                                float* m_s, float l_run[NR], int tid) {
+                                const vec_row_info* rows, float (*warp_part)[ROWS], float* alpha_s, float* w_s,
+                                float* m_s, float l_run[ROWS], int tid) {
   constexpr int n_warps = vec_threads / platform::warp_size;
   const int warp = tid / platform::warp_size, lane = tid % platform::warp_size;
   const int j = j0 + tid;
   const bool key_ok = j < x.kv_end;
-  float s[NR];
+  float s[ROWS];
   TURBO3_UNROLL
-  for (int r = 0; r < NR; ++r) {
+  for (int r = 0; r < ROWS; ++r) {
     const vec_row_info row = rows[r];
-    float v = key_ok ? score_s[tid * NR + r] : 0.0f;
+    float v = key_ok ? score_s[tid * ROWS + r] : 0.0f;
     if (a.softcap_post != 0.0f) v = a.softcap_post * platform::tanh_fast(v);
     bool visible = key_ok && row.query >= 0 && (!a.causal || j <= row.query + a.n_kv - a.n_q);
     if (visible && row.mask) {
@@ -237,13 +237,13 @@ TURBO3_DEVICE void softmax_tile(const attention_args& a, const vec_context& x, i
     s[r] = visible ? v : -INFINITY;
   }
   TURBO3_UNROLL
-  for (int r = 0; r < NR; ++r) {
+  for (int r = 0; r < ROWS; ++r) {
     if (r >= x.active_rows) break;  // uniform over the work-group
     const float mx = warp_max(s[r]);
     if (lane == 0) warp_part[warp][r] = mx;
   }
   platform::sync_threads();
-  if (tid < NR) {
+  if (tid < ROWS) {
     const int r = tid;
     float alpha = 1.0f;
     if (r < x.active_rows) {
@@ -256,9 +256,9 @@ TURBO3_DEVICE void softmax_tile(const attention_args& a, const vec_context& x, i
     alpha_s[r] = alpha;
   }
   platform::sync_threads();
-  float p[NR];
+  float p[ROWS];
   TURBO3_UNROLL
-  for (int r = 0; r < NR; ++r) {
+  for (int r = 0; r < ROWS; ++r) {
     p[r] = r < x.active_rows && s[r] != -INFINITY ? platform::exp2_fast(s[r] - m_s[r]) : 0.0f;
     l_run[r] = l_run[r] * alpha_s[r] + p[r];
   }
@@ -267,76 +267,76 @@ TURBO3_DEVICE void softmax_tile(const attention_args& a, const vec_context& x, i
   for (int b = 0; b < V_SCALES; ++b) {
     const float sc = key_ok ? VL::scale(v_row, b) : 0.0f;
     TURBO3_UNROLL
-    for (int r = 0; r < NR; ++r) w_s[(b * vec_tile + tid) * NR + r] = p[r] * sc;
+    for (int r = 0; r < ROWS; ++r) w_s[(b * vec_tile + tid) * ROWS + r] = p[r] * sc;
   }
 }
 
-// The split's partial result: red [KEY_SLICES][NR][D] holds the unnormalized rows of each key
+// The split's partial result: red [KEY_SLICES][ROWS][D] holds the unnormalized rows of each key
 // slice (natural dimension order); they are summed and stored with the rows' max and sum.
 // warp_part is reused for the sums, so the caller must not need it any more.
-template <int D, int NR, int KEY_SLICES>
+template <int D, int ROWS, int KEY_SLICES>
 TURBO3_DEVICE void write_partial(const attention_args& a, const vec_context& x, const float* red,
-                                 float (*warp_part)[NR], const float* m_s, const float l_run[NR],
+                                 float (*warp_part)[ROWS], const float* m_s, const float l_run[ROWS],
                                  int head_splits, int tid) {
   constexpr int n_warps = vec_threads / platform::warp_size;
   const int warp = tid / platform::warp_size, lane = tid % platform::warp_size;
   TURBO3_UNROLL
-  for (int r = 0; r < NR; ++r) {
+  for (int r = 0; r < ROWS; ++r) {
     const float sum = warp_sum(l_run[r]);
     if (lane == 0) warp_part[warp][r] = sum;
   }
   platform::sync_threads();
   const int blocks_per_seq = a.n_head_kv * head_splits;
-  for (int idx = tid; idx < NR * D; idx += vec_threads) {
+  for (int idx = tid; idx < ROWS * D; idx += vec_threads) {
     const int r = idx / D, d = idx % D;
     float v = 0.0f;
-    for (int ks = 0; ks < KEY_SLICES; ++ks) v += red[(ks * NR + r) * D + d];
-    a.partial[vec_partial_row(a, x.seq, x.kv_block, x.q_tile, x.split, blocks_per_seq, NR, r, D) + d] = v;
+    for (int ks = 0; ks < KEY_SLICES; ++ks) v += red[(ks * ROWS + r) * D + d];
+    a.partial[vec_partial_row(a, x.seq, x.kv_block, x.q_tile, x.split, blocks_per_seq, ROWS, r, D) + d] = v;
   }
-  if (tid < NR) {
+  if (tid < ROWS) {
     float sum = 0.0f;
     for (int w = 0; w < n_warps; ++w) sum += warp_part[w][tid];
     const float m = m_s[tid];
-    float* tail = a.partial + vec_partial_row(a, x.seq, x.kv_block, x.q_tile, x.split, blocks_per_seq, NR, tid, D) + D;
+    float* tail = a.partial + vec_partial_row(a, x.seq, x.kv_block, x.q_tile, x.split, blocks_per_seq, ROWS, tid, D) + D;
     tail[0] = m;
     tail[1] = sum;
   }
 }
 
-template <int D, class KL, class VL, int NR>
+template <int D, class KL, class VL, int ROWS>
 TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a, int head_splits) {
-  using C = vec_config<D, KL, VL, NR>;
+  using C = vec_config<D, KL, VL, ROWS>;
   constexpr int n_warps = vec_threads / platform::warp_size;
   alignas(16) __shared__ float smem[C::smem_floats];  // 16-byte rows for the rotation
-  __shared__ float warp_part[n_warps > 0 ? n_warps : 1][NR];
-  __shared__ float alpha_s[NR];
-  __shared__ float m_s[NR];          // running max of each row
-  __shared__ vec_row_info rows_s[NR];
-  __shared__ float score_s[vec_tile * NR];
-  float* q_s = smem;                 // [NR][D], prescaled, rotated, in the K loader's slot order
-  float* w_s = smem + C::q_floats;   // [v_scales][tile][NR]: p * norm of each V block
+  __shared__ float warp_part[n_warps > 0 ? n_warps : 1][ROWS];
+  __shared__ float alpha_s[ROWS];
+  __shared__ float m_s[ROWS];          // running max of each row
+  __shared__ vec_row_info rows_s[ROWS];
+  __shared__ float score_s[vec_tile * ROWS];
+  float* q_s = smem;                 // [ROWS][D], prescaled, rotated, in the K loader's slot order
+  float* w_s = smem + C::q_floats;   // [v_scales][tile][ROWS]: p * norm of each V block
 
   const int tid = static_cast<int>(threadIdx.x);
   const vec_context x = make_vec_context(a, head_splits);
-  if (tid < NR) {  // load_queries synchronizes before any use
+  if (tid < ROWS) {  // load_queries synchronizes before any use
     m_s[tid] = -INFINITY;
     rows_s[tid] = vec_row_info_of(a, vec_row_of(a, tid, x.kv_head, x.head_split, x.q_tile, x.heads_per_block), x.seq);
   }
-  load_queries<D, KL, NR>(a, x, q_s, smem + C::q_floats, tid);
+  load_queries<D, KL, ROWS>(a, x, q_s, smem + C::q_floats, tid);
 
   // Score-phase layout: lane group of `chunks` lanes per key, one chunk per lane.
   const int k_chunk = tid % C::chunks, k_key = tid / C::chunks;
-  float q_reg[C::q_in_registers ? NR : 1][kv::chunk_values];
+  float q_reg[C::q_in_registers ? ROWS : 1][kv::chunk_values];
   if constexpr (C::q_in_registers) {
     TURBO3_UNROLL
-    for (int r = 0; r < NR; ++r)
+    for (int r = 0; r < ROWS; ++r)
       TURBO3_UNROLL
       for (int e = 0; e < kv::chunk_values; ++e) q_reg[r][e] = q_s[r * D + k_chunk * kv::chunk_values + e];
   }
 
-  float l_run[NR];
+  float l_run[ROWS];
   TURBO3_UNROLL
-  for (int r = 0; r < NR; ++r) l_run[r] = 0.0f;
+  for (int r = 0; r < ROWS; ++r) l_run[r] = 0.0f;
 
   // Value-phase layout: chunk, row slice, key slice.
   const int v_chunk = tid % C::chunks;
@@ -381,14 +381,14 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
       for (int u = 0; u < C::k_batch; ++u) {
         const int jj = (pass0 + u) * C::keys_per_pass + k_key;
         const bool ok = jj < n_valid;
-        float part[NR];
+        float part[ROWS];
         TURBO3_UNROLL
-        for (int r = 0; r < NR; ++r) part[r] = 0.0f;
+        for (int r = 0; r < ROWS; ++r) part[r] = 0.0f;
         if (ok) {
           float x[kv::chunk_values];
           KL::decode(raw[u], a.lut, x);
           TURBO3_UNROLL
-          for (int r = 0; r < NR; ++r) {
+          for (int r = 0; r < ROWS; ++r) {
             float dot = 0.0f;
             if constexpr (C::q_in_registers) {
               TURBO3_UNROLL
@@ -405,18 +405,18 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
           }
         }
         TURBO3_UNROLL
-        for (int r = 0; r < NR; ++r) {
+        for (int r = 0; r < ROWS; ++r) {
           TURBO3_UNROLL
           for (int o = 1; o < C::chunks; o *= 2) part[r] += platform::shfl_xor(part[r], o);
         }
         if (k_chunk == 0 && ok) {
           TURBO3_UNROLL
-          for (int r = 0; r < NR; ++r) score_s[jj * NR + r] = part[r];
+          for (int r = 0; r < ROWS; ++r) score_s[jj * ROWS + r] = part[r];
         }
       }
     }
     platform::sync_threads();
-    softmax_tile<NR, C::v_scales, VL>(a, x, j0, score_s, rows_s, warp_part, alpha_s, w_s, m_s, l_run, tid);
+    softmax_tile<ROWS, C::v_scales, VL>(a, x, j0, score_s, rows_s, warp_part, alpha_s, w_s, m_s, l_run, tid);
     platform::sync_threads();
 
     // ---- values: acc = acc * alpha + sum_j w_j * C[i_j] ----------------------------------------
@@ -434,7 +434,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
         if (jj >= n_valid) break;
         float vals[kv::chunk_values];
         VL::decode(v_raw[u], a.lut, vals);
-        const float* w = w_s + (v_scale_index * vec_tile + jj) * NR + v_row0;
+        const float* w = w_s + (v_scale_index * vec_tile + jj) * ROWS + v_row0;
         TURBO3_UNROLL
         for (int r = 0; r < C::rows_per_thread; ++r) {
           const float wr = w[r];
@@ -447,13 +447,13 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
   }
 
   // ---- partial result of this split --------------------------------------------------------
-  float* red = smem;  // [key_slices][NR][D]
+  float* red = smem;  // [key_slices][ROWS][D]
   TURBO3_UNROLL
   for (int r = 0; r < C::rows_per_thread; ++r)
     TURBO3_UNROLL
     for (int e = 0; e < kv::chunk_values; ++e)
-      red[(v_keys0 * NR + v_row0 + r) * D + v_chunk * kv::chunk_values + VL::value_of_slot(e)] = acc[r][e];
-  write_partial<D, NR, C::key_slices>(a, x, red, warp_part, m_s, l_run, head_splits, tid);
+      red[(v_keys0 * ROWS + v_row0 + r) * D + v_chunk * kv::chunk_values + VL::value_of_slot(e)] = acc[r][e];
+  write_partial<D, ROWS, C::key_slices>(a, x, red, warp_part, m_s, l_run, head_splits, tid);
 }
 
 // The combine's work-groups each take one output row and a slice of up to 128 of its dimensions
@@ -482,7 +482,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE float weighted_split_sum(const float* p, size_t
 // normalize, un-rotate, convert and store. Its time is the latency of its loads, so each thread
 // reads its splits' maxima and sums at once, and then its dimension of `batch` splits at a time.
 template <int D>
-TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_combine_kernel(attention_args a, int head_splits, int NR,
+TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_combine_kernel(attention_args a, int head_splits, int ROWS,
                                                                          bool unrotate) {
   constexpr int W = vec_combine_slice<D>;
   constexpr int n_warps = vec_threads / platform::warp_size;
@@ -503,8 +503,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_combine_kernel(attentio
   const int blocks_per_seq = a.n_head_kv * head_splits;
   const int n = a.n_splits;
   // Split s of this row: first + s * stride floats (D values, then the maximum and the sum).
-  const float* const first = a.partial + vec_partial_row(a, seq, kv_block, q_tile, 0, blocks_per_seq, NR, r, D);
-  const size_t stride = static_cast<size_t>(NR) * vec_partial_pitch(D);
+  const float* const first = a.partial + vec_partial_row(a, seq, kv_block, q_tile, 0, blocks_per_seq, ROWS, r, D);
+  const size_t stride = static_cast<size_t>(ROWS) * vec_partial_pitch(D);
   const float sink = a.sinks ? a.sinks[h] * log2e : -INFINITY;
 
   float m_split[splits_per_thread], l_split[splits_per_thread];
@@ -554,7 +554,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_combine_kernel(attentio
 // cleared by vec_zero_counters_kernel ahead of every launch, caller-owned ones are left zero by the
 // call before (below).
 // Every thread calls it after its last partial store. THREADS: the work-group's (whole warps of 32).
-template <int D, int NR, int THREADS = vec_threads>
+template <int D, int ROWS, int THREADS = vec_threads>
 TURBO3_DEVICE void merge_splits_if_last(const attention_args& a, const vec_context& x, int head_splits, int tid) {
   static_assert(D % block_values == 0, "the un-rotation takes whole 128-value groups");
   static_assert(THREADS % 32 == 0 && (D == 0 || platform::warp_size == 32), "a warp of 32 lanes per 128-value group");
@@ -594,8 +594,8 @@ TURBO3_DEVICE void merge_splits_if_last(const attention_args& a, const vec_conte
   constexpr int groups = D / block_values, warps = THREADS / 32, batch = 17;
   const int warp = tid / 32, lane = tid % 32;
   const int n = a.n_splits;
-  const size_t stride = static_cast<size_t>(NR) * vec_partial_pitch(D);  // from one split's row to the next split's
-  const float* const first = a.partial + vec_partial_row(a, x.seq, x.kv_block, x.q_tile, 0, blocks_per_seq, NR, 0, D);
+  const size_t stride = static_cast<size_t>(ROWS) * vec_partial_pitch(D);  // from one split's row to the next split's
+  const float* const first = a.partial + vec_partial_row(a, x.seq, x.kv_block, x.q_tile, 0, blocks_per_seq, ROWS, 0, D);
   for (int item = warp; item < x.active_rows * groups; item += warps) {  // warp-uniform
     const int r = item / groups, d0 = (item % groups) * block_values + 4 * lane;
     const float* const f = first + r * vec_partial_pitch(D);

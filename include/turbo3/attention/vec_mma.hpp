@@ -26,14 +26,14 @@ TURBO3_HD constexpr bool vec_mma_head_dim(int d) { return d == 128 || d == 256; 
 
 template <int D, class KL, class VL>
 struct vec_mma_config {
-  static constexpr int NR = vec_mma_rows;
+  static constexpr int ROWS = vec_mma_rows;
   static constexpr int blocks = D / block_values;                       // 128-value groups per row
   static constexpr int v_scales = VL::type == data_type::turbo3 ? blocks : 1;
   static constexpr int m_tiles = D / 16;                                // value-phase accumulators
   static constexpr int n_warps = vec_threads / 32;
-  static constexpr int q_floats = NR * D;
-  static constexpr int w_floats = v_scales * vec_tile * NR;
-  static constexpr int reduce_floats = n_warps * NR * D;
+  static constexpr int q_floats = ROWS * D;
+  static constexpr int w_floats = v_scales * vec_tile * ROWS;
+  static constexpr int reduce_floats = n_warps * ROWS * D;
   static constexpr int max2(int a, int b) { return a > b ? a : b; }
   static constexpr int smem_floats = max2(max2(q_floats + w_floats, reduce_floats), 2 * q_floats);
   static_assert(vec_mma_head_dim(D), "matrix VEC covers D = 128 and 256");
@@ -42,24 +42,24 @@ struct vec_mma_config {
 template <int D, class KL, class VL>
 TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_mma_kernel(attention_args a, int head_splits) {
   using C = vec_mma_config<D, KL, VL>;
-  constexpr int NR = C::NR;
+  constexpr int ROWS = C::ROWS;
   alignas(16) __shared__ float smem[C::smem_floats];  // 16-byte rows for the rotation
-  __shared__ float warp_part[C::n_warps][NR];
-  __shared__ float alpha_s[NR];
-  __shared__ float m_s[NR];
-  __shared__ vec_row_info rows_s[NR];
-  __shared__ float score_s[vec_tile * NR];
+  __shared__ float warp_part[C::n_warps][ROWS];
+  __shared__ float alpha_s[ROWS];
+  __shared__ float m_s[ROWS];
+  __shared__ vec_row_info rows_s[ROWS];
+  __shared__ float score_s[vec_tile * ROWS];
   float* q_s = smem;
   float* w_s = smem + C::q_floats;
 
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   const vec_context x = make_vec_context(a, head_splits);
-  if (tid < NR) {  // load_queries synchronizes before any use
+  if (tid < ROWS) {  // load_queries synchronizes before any use
     m_s[tid] = -INFINITY;
     rows_s[tid] = vec_row_info_of(a, vec_row_of(a, tid, x.kv_head, x.head_split, x.q_tile, x.heads_per_block), x.seq);
   }
-  load_queries<D, KL, NR>(a, x, q_s, smem + C::q_floats, tid);
+  load_queries<D, KL, ROWS>(a, x, q_s, smem + C::q_floats, tid);
 
   // Q^T fragments: row g, chunk 8b+t+4h, k-step s: slots (4s, 4s+1) and (4s+2, 4s+3).
   uint32_t qb[C::blocks][2][4][2];
@@ -75,9 +75,9 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_mma_kernel(attention_ar
       }
   platform::sync_threads();  // q_s is reused for w_s below
 
-  float l_run[NR];
+  float l_run[ROWS];
   TURBO3_UNROLL
-  for (int r = 0; r < NR; ++r) l_run[r] = 0.0f;
+  for (int r = 0; r < ROWS; ++r) l_run[r] = 0.0f;
   float acc[C::m_tiles][4];
   TURBO3_UNROLL
   for (int m = 0; m < C::m_tiles; ++m)
@@ -127,11 +127,11 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_mma_kernel(attention_ar
         sc[2] += norm_b[b] * part[2];
         sc[3] += norm_b[b] * part[3];
       }
-      if (ok_a) { score_s[key_a * NR + 2 * t] = sc[0]; score_s[key_a * NR + 2 * t + 1] = sc[1]; }
-      if (ok_b) { score_s[key_b * NR + 2 * t] = sc[2]; score_s[key_b * NR + 2 * t + 1] = sc[3]; }
+      if (ok_a) { score_s[key_a * ROWS + 2 * t] = sc[0]; score_s[key_a * ROWS + 2 * t + 1] = sc[1]; }
+      if (ok_b) { score_s[key_b * ROWS + 2 * t] = sc[2]; score_s[key_b * ROWS + 2 * t + 1] = sc[3]; }
     }
     platform::sync_threads();
-    softmax_tile<NR, C::v_scales, VL>(a, x, j0, score_s, rows_s, warp_part, alpha_s, w_s, m_s, l_run, tid);
+    softmax_tile<ROWS, C::v_scales, VL>(a, x, j0, score_s, rows_s, warp_part, alpha_s, w_s, m_s, l_run, tid);
     platform::sync_threads();
 
     // ---- values: O^T (dims x 8 rows) += V^T (dims x 16 keys) P^T --------------------------------
@@ -149,9 +149,9 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_mma_kernel(attention_ar
       uint32_t pb[C::v_scales][2];
       TURBO3_UNROLL
       for (int vb = 0; vb < C::v_scales; ++vb) {
-        const float* w = w_s + vb * vec_tile * NR + g;  // p * norm is 0 for keys past n_valid
-        pb[vb][0] = platform::pack_half2(w[keys[0] * NR], w[keys[1] * NR]);
-        pb[vb][1] = platform::pack_half2(w[keys[2] * NR], w[keys[3] * NR]);
+        const float* w = w_s + vb * vec_tile * ROWS + g;  // p * norm is 0 for keys past n_valid
+        pb[vb][0] = platform::pack_half2(w[keys[0] * ROWS], w[keys[1] * ROWS]);
+        pb[vb][1] = platform::pack_half2(w[keys[2] * ROWS], w[keys[3] * ROWS]);
       }
       TURBO3_UNROLL
       for (int b = 0; b < C::blocks; ++b) {
@@ -175,18 +175,18 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_mma_kernel(attention_ar
   }
 
   // ---- partial result: each warp's accumulators, natural dimension order -------------------------
-  float* red = smem;  // [n_warps][NR][D]
+  float* red = smem;  // [n_warps][ROWS][D]
   TURBO3_UNROLL
   for (int m = 0; m < C::m_tiles; ++m) {
     const int b = m / 8, s = m % 8, c = 8 * b + g;
     const int dim_a = c * kv::chunk_values + VL::value_of_slot(s);
     const int dim_b = c * kv::chunk_values + VL::value_of_slot(s + 8);
-    red[(warp * NR + 2 * t) * D + dim_a] = acc[m][0];
-    red[(warp * NR + 2 * t + 1) * D + dim_a] = acc[m][1];
-    red[(warp * NR + 2 * t) * D + dim_b] = acc[m][2];
-    red[(warp * NR + 2 * t + 1) * D + dim_b] = acc[m][3];
+    red[(warp * ROWS + 2 * t) * D + dim_a] = acc[m][0];
+    red[(warp * ROWS + 2 * t + 1) * D + dim_a] = acc[m][1];
+    red[(warp * ROWS + 2 * t) * D + dim_b] = acc[m][2];
+    red[(warp * ROWS + 2 * t + 1) * D + dim_b] = acc[m][3];
   }
-  write_partial<D, NR, C::n_warps>(a, x, red, warp_part, m_s, l_run, head_splits, tid);
+  write_partial<D, ROWS, C::n_warps>(a, x, red, warp_part, m_s, l_run, head_splits, tid);
 }
 
 }  // namespace detail

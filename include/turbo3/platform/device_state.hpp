@@ -7,6 +7,9 @@
 //   current_device, stream_device, device_guard
 //                         which device a call is for; making a device current for a while
 //   relaxed_capture_mode  this thread's capture interaction mode relaxed for one runtime call
+//   multiprocessor_count  a device's multiprocessors (compute units), read once per device
+//   raise_smem_limit, resident_blocks
+//                         a kernel's dynamic shared-memory limit; its work-groups per multiprocessor
 #pragma once
 
 #include <atomic>
@@ -211,6 +214,49 @@ class relaxed_capture_mode {
   hipStreamCaptureMode mode_ = hipStreamCaptureModeRelaxed;  // the caller's mode after the exchange
   bool ok_ = false;
 };
+
+// Multiprocessor count of a device, read once per device (eagerly, or on first use: the attribute
+// query is not a stream operation, so it is legal under capture too). Where the query fails the
+// count is not kept and 80 is planned with this time (correctness does not depend on it).
+inline int multiprocessor_count(int device) {
+  static per_device_value counts;
+  int v = 0;
+  const bool known = counts.get(device, v, [&](int& count) {
+    const error_scope errors;
+    if (hipDeviceGetAttribute(&count, hipDeviceAttributeMultiprocessorCount, device) != hipSuccess) {
+      errors.clear_own();
+      return false;
+    }
+    return count > 0;
+  });
+  return known ? v : 80;
+}
+
+// Shared memory past the default 48 KB needs a kernel's limit raised on each device it runs on (the
+// attribute applies to the current device). Not a stream operation, so legal under capture; the
+// callers keep the result per (device, kernel) and call it with that device current.
+template <class Kernel>
+bool raise_smem_limit(Kernel* kernel, size_t smem_bytes) {
+  const error_scope errors;
+  if (hipFuncSetAttribute(reinterpret_cast<const void*>(kernel), hipFuncAttributeMaxDynamicSharedMemorySize,
+                          static_cast<int>(smem_bytes)) == hipSuccess)
+    return true;
+  errors.clear_own();
+  return false;
+}
+
+// Work-groups of a kernel resident per multiprocessor on the current device, or -1 where the
+// query fails (registers and shared memory decide it, and they differ between architectures).
+template <class Kernel>
+int resident_blocks(Kernel kernel, int threads, size_t smem_bytes) {
+  const error_scope errors;
+  int n = 0;
+  if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, smem_bytes) != hipSuccess || n < 0) {
+    errors.clear_own();
+    return -1;
+  }
+  return n;
+}
 
 #endif  // TURBO3_HAS_RUNTIME
 

@@ -1,0 +1,381 @@
+// The decode (VEC) family's entry point: which calls it takes (vec_family::supported), the plan of a
+// call (rows per work-group, head and KV splits, the variant: make_vec_plan), its workspace and its
+// launch: the kernel the plan names, then the combine kernel where the kernel does not merge its
+// own splits. Dispatch goes from run-time head dim, types and rows to the template instantiations
+// through with_vec_kernel, which the occupancy queries share with the launch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "turbo3/attention/kernel_args.hpp"
+#include "turbo3/attention/options.hpp"
+#include "turbo3/attention/params.hpp"
+#include "turbo3/attention/vec.hpp"
+#include "turbo3/attention/vec_mma.hpp"
+#include "turbo3/attention/vec_warp.hpp"
+#include "turbo3/platform/device_state.hpp"
+#include "turbo3/status.hpp"
+#include "turbo3/types.hpp"
+
+#if TURBO3_HAS_RUNTIME
+
+namespace turbo3 {
+namespace detail {
+
+// How a VEC call is laid out: rows per work-group, queries per work-group, head and KV splits.
+struct vec_plan {
+  int head_dim = 0;
+  vec_variant variant = vec_variant::scalar;  // resolved: scalar, matrix or warp
+  int rows = 0;          // padded rows per work-group (the kernels' ROWS)
+  int ncols = 1;
+  int head_splits = 1;
+  int q_tiles = 1;
+  int n_splits = 1;
+  int tiles_per_split = 1;
+  size_t partial_floats = 0;
+  // Row sets of a kernel that merges its own splits and claims its keys at run time (the warp
+  // variant), each with a split counter and a work counter; 0: the combine kernel merges.
+  int counted_row_sets = 0;
+  int warp_warps = 4;       // the warp variant's warps per work-group (vec_warp_warps)
+  int warp_col_blocks = 2;  // the warp variant's value-side column blocks of 4 query rows (1: at most 4 rows)
+  unsigned* caller_counters = nullptr;  // launch_options::counters, where the kernel counts
+};
+
+// Workspace of a VEC call: the partials, from the workspace's first vec_partial_align boundary
+// (an allocator need not align more; the workspace holds that slack), then, from the next 128-byte
+// boundary after them, a line of counters per counted row set (vec_counter_stride words: the
+// splits stored, then the key chunks claimed).
+inline size_t vec_counters_offset_floats(const vec_plan& plan) {
+  return (plan.partial_floats + vec_counter_stride - 1) / vec_counter_stride * vec_counter_stride;
+}
+inline int vec_counter_words(const vec_plan& plan) { return vec_counter_stride * plan.counted_row_sets; }
+inline size_t vec_counter_bytes(const vec_plan& plan) { return static_cast<size_t>(vec_counter_words(plan)) * sizeof(unsigned); }
+// Without caller-owned counters (persistent == false) the counters come after the partials.
+inline size_t vec_workspace_bytes(const vec_plan& plan, bool persistent_counters = false) {
+  return vec_partial_align - 1 + (plan.counted_row_sets > 0 && !persistent_counters
+                                      ? vec_counters_offset_floats(plan) * sizeof(float) + vec_counter_bytes(plan)
+                                      : plan.partial_floats * sizeof(float));
+}
+
+// ---- dispatch from run-time head dim, types and rows to the template instantiations ----------
+// A kernel with its work-group size and dynamic shared memory in bytes (0: none).
+template <auto Kernel, int Threads = vec_threads, int SmemBytes = 0>
+struct kernel_constant {
+  static constexpr auto value = Kernel;
+  static constexpr int threads = Threads;
+  static constexpr int smem_bytes = SmemBytes;
+};
+
+// The VEC kernel of a plan (head dim D, variant, rows) for the K/V types, as a kernel_constant
+// passed to f: the launch and the occupancy query both come through here, so they cannot disagree.
+template <int D, class F>
+void with_vec_kernel(const vec_plan& plan, data_type k, data_type v, bool masked, F&& f) {
+  using T3 = kv::turbo3_loader;
+  using F16 = kv::f16_loader;
+  if constexpr (platform::has_mma_m16n8k16 && vec_warp_head_dim(D)) {
+    if (plan.variant == vec_variant::warp) {
+      auto with_shape = [&](auto col_blocks, auto warps) {
+        constexpr int COL_BLOCKS = decltype(col_blocks)::value, W = decltype(warps)::value;
+        using C = vec_warp_config<D, W>;
+        if (masked) f(kernel_constant<&vec_warp_kernel<D, true, COL_BLOCKS, W>, C::threads, C::smem_bytes>{});
+        else f(kernel_constant<&vec_warp_kernel<D, false, COL_BLOCKS, W>, C::threads, C::smem_bytes>{});
+      };
+      using one = std::integral_constant<int, 1>;
+      using four = std::integral_constant<int, 4>;
+      if (plan.warp_col_blocks == 1) {
+        if constexpr (D == 256) {
+          if (plan.warp_warps == vec_warp_deep_warps) return with_shape(one{}, std::integral_constant<int, vec_warp_deep_warps>{});
+        }
+        with_shape(one{}, four{});
+      } else {
+        with_shape(std::integral_constant<int, 2>{}, four{});
+      }
+      return;
+    }
+  }
+  if constexpr (platform::has_mma_m16n8k16 && vec_mma_head_dim(D)) {
+    if (plan.variant == vec_variant::matrix) {
+      if (k == data_type::turbo3 && v == data_type::turbo3) f(kernel_constant<&vec_mma_kernel<D, T3, T3>>{});
+      else if (k == data_type::turbo3) f(kernel_constant<&vec_mma_kernel<D, T3, F16>>{});
+      else if (v == data_type::turbo3) f(kernel_constant<&vec_mma_kernel<D, F16, T3>>{});
+      else f(kernel_constant<&vec_mma_kernel<D, F16, F16>>{});
+      return;
+    }
+  }
+  auto with_rows = [&](auto k_loader, auto v_loader) {
+    using KL = decltype(k_loader);
+    using VL = decltype(v_loader);
+    switch (plan.rows) {
+      case 1: f(kernel_constant<&vec_kernel<D, KL, VL, 1>>{}); break;
+      case 2: f(kernel_constant<&vec_kernel<D, KL, VL, 2>>{}); break;
+      case 4: f(kernel_constant<&vec_kernel<D, KL, VL, 4>>{}); break;
+      case 8: f(kernel_constant<&vec_kernel<D, KL, VL, 8>>{}); break;
+      default:
+        if constexpr (vec_max_rows(D) >= 16) f(kernel_constant<&vec_kernel<D, KL, VL, 16>>{});
+        break;
+    }
+  };
+  if constexpr (D % block_values == 0) {
+    if (k == data_type::turbo3 && v == data_type::turbo3) return with_rows(T3{}, T3{});
+    if (k == data_type::turbo3) return with_rows(T3{}, F16{});
+    if (v == data_type::turbo3) return with_rows(F16{}, T3{});
+  }
+  with_rows(F16{}, F16{});
+}
+
+// f(std::integral_constant<int, D>{}) for the VEC head dims D in {64, 128, 256, 512}; nothing for
+// another head_dim (validation rejects those before any launch).
+template <class F>
+void with_vec_head_dim(int head_dim, F&& f) {
+  switch (head_dim) {
+    case 64: f(std::integral_constant<int, 64>{}); break;
+    case 128: f(std::integral_constant<int, 128>{}); break;
+    case 256: f(std::integral_constant<int, 256>{}); break;
+    case 512: f(std::integral_constant<int, 512>{}); break;
+    default: break;
+  }
+}
+
+// Work-groups of a plan's kernel resident per multiprocessor of `device` (registers and shared
+// memory decide it, and they differ between kernels and architectures: f16 at D = 256 fits 3 on an
+// H200, D = 512 2), queried once per kernel and device. Dynamic shared memory past 48 KB is
+// allowed first (raise_smem_limit, per device: the attribute applies to the current device only).
+// 0 where the device refuses the shared memory, so the planner never picks a kernel that cannot
+// launch. A failed query is not kept: vec_target_blocks_per_sm this time, asked again next time.
+// The queries run with `device` current (device_guard: no runtime call where it already is).
+template <class K>
+int resident_blocks_of(int device) {
+  static platform::per_device_value resident;
+  int n = 0;
+  const bool known = resident.get(device, n, [&](int& blocks) {
+    const platform::device_guard on_device(device);
+    if (!on_device.ok()) return false;
+    if (K::smem_bytes > 48 * 1024 && !platform::raise_smem_limit(K::value, K::smem_bytes)) {
+      blocks = 0;
+      return true;
+    }
+    blocks = platform::resident_blocks(K::value, K::threads, K::smem_bytes);
+    return blocks >= 0;
+  });
+  return known ? n : vec_target_blocks_per_sm;
+}
+
+inline int vec_resident_blocks(const vec_plan& plan, data_type k, data_type v, bool masked, int device) {
+  int n = vec_target_blocks_per_sm;
+  with_vec_head_dim(plan.head_dim, [&](auto d) {
+    with_vec_kernel<decltype(d)::value>(plan, k, v, masked,
+                                        [&](auto kernel) { n = resident_blocks_of<decltype(kernel)>(device); });
+  });
+  return n;
+}
+
+// How a VEC call's query rows fall to work-groups: the head splits of a GQA group, the heads and
+// queries of one work-group, and the query tiles (GQA <= 64, vec_supported).
+struct vec_row_layout {
+  int head_splits = 1;
+  int heads_per_block = 1;
+  int ncols = 1;
+  int64_t q_tiles = 1;
+};
+inline vec_row_layout vec_rows_of(const attention_params& p) {
+  vec_row_layout l;
+  const int gqa = static_cast<int>(p.n_head() / p.n_head_kv());
+  const int max_rows = vec_max_rows(static_cast<int>(p.head_dim_v()));
+  l.head_splits = (gqa + max_rows - 1) / max_rows;
+  while (gqa % l.head_splits != 0) ++l.head_splits;
+  l.heads_per_block = gqa / l.head_splits;
+  l.ncols = (p.n_q() >= 2 && 2 * l.heads_per_block <= max_rows) ? 2 : 1;
+  l.q_tiles = (p.n_q() + l.ncols - 1) / l.ncols;
+  return l;
+}
+
+// The launch limit of a grid's y and z dimensions (x: 2^31 - 1).
+inline constexpr int64_t max_grid_yz = 65535;
+
+// Whether the VEC kernels take these (validated) params: head dims, f16 rows 16-byte aligned,
+// GQA <= 64, and grids within the launch limits: the decode kernel's (splits <= 256, KV heads x
+// head splits, sequences x query tiles) and the combine kernel's (queries x slices, n_head, n_seq;
+// its x stays far below 2^31 once sequences x query tiles fits).
+inline status vec_supported(const attention_params& p) {
+  if (!has_kernel_loader(p.k.type) || !has_kernel_loader(p.v.type)) return status::unsupported;
+  const int64_t dk = p.head_dim_k(), dv = p.head_dim_v();
+  if (dk != dv) return status::unsupported;
+  const bool any_turbo3 = p.k.type == data_type::turbo3 || p.v.type == data_type::turbo3;
+  const bool dim_ok = dk == 128 || dk == 256 || dk == 512 || (dk == 64 && !any_turbo3);
+  if (!dim_ok) return status::unsupported;
+  if (p.k.type == data_type::f16 && !rows_aligned16(p.k)) return status::unsupported;
+  if (p.v.type == data_type::f16 && !rows_aligned16(p.v)) return status::unsupported;
+  if (p.n_head() / p.n_head_kv() > 64) return status::unsupported;
+  const vec_row_layout l = vec_rows_of(p);
+  if (p.n_head_kv() * l.head_splits > max_grid_yz || p.n_seq() * l.q_tiles > max_grid_yz ||
+      p.n_head() > max_grid_yz)
+    return status::unsupported;
+  return status::ok;
+}
+
+// Verify batches over a turbo3 cache: up to vec_warp_rows query rows per KV head (n_q x GQA) fill
+// one fragment of the warp decode kernel, which then unpacks each key once for all of them and
+// beats the MMA kernels' key split (H100, 16 query heads over 8, depth 32768: n_q 4 at D = 128
+// 40.9 against 69.3 us, at D = 256 67.5 against 98.1 us; n_q 8 ties at D = 128; docs/performance.md).
+// Past one fragment the MMA split wins, and for f16 K/V it wins from n_q 3 on.
+inline bool vec_takes_verify_batch(const attention_params& p) {
+  if (p.k.type != data_type::turbo3 || p.v.type != data_type::turbo3) return false;
+  if (!platform::has_mma_m16n8k16 || !vec_warp_head_dim(static_cast<int>(p.head_dim_v()))) return false;
+  const int64_t rows_per_kv_head = p.n_q() * (p.n_head() / p.n_head_kv());
+  return rows_per_kv_head <= vec_warp_rows && vec_supported(p) == status::ok;
+}
+
+inline int next_pow2(int x) {
+  int p = 1;
+  while (p < x) p *= 2;
+  return p;
+}
+
+// The plan of a vec_supported call on `device` (its multiprocessor count and the occupancy of its
+// kernels there).
+inline vec_plan make_vec_plan(const attention_params& p, const launch_options& opt, int device) {
+  const int multiprocessors = platform::multiprocessor_count(device);
+  vec_plan plan;
+  plan.head_dim = static_cast<int>(p.head_dim_v());
+  const vec_row_layout l = vec_rows_of(p);
+  plan.head_splits = l.head_splits;
+  const int heads_per_block = l.heads_per_block;
+  plan.ncols = l.ncols;
+  plan.rows = next_pow2(heads_per_block * plan.ncols);
+  const bool mma_rows = platform::has_mma_m16n8k16 && vec_mma_head_dim(plan.head_dim) && plan.rows <= vec_mma_rows;
+  const bool turbo3_kv = p.k.type == data_type::turbo3 && p.v.type == data_type::turbo3;
+  if (opt.vec == vec_variant::matrix && mma_rows) {
+    plan.variant = vec_variant::matrix;
+    plan.rows = vec_mma_rows;
+  } else if ((opt.vec == vec_variant::automatic || opt.vec == vec_variant::warp) && mma_rows && turbo3_kv &&
+             vec_warp_head_dim(plan.head_dim)) {
+    plan.variant = vec_variant::warp;
+    plan.warp_col_blocks = heads_per_block * plan.ncols <= 4 ? 1 : 2;
+    plan.warp_warps = vec_warp_warps(plan.head_dim, plan.warp_col_blocks, p.n_kv());
+    // 6 warps take 64.5 KB of shared memory: where the device refuses it, 4.
+    if (plan.warp_warps != 4 && vec_resident_blocks(plan, p.k.type, p.v.type, p.mask.data != nullptr, device) == 0)
+      plan.warp_warps = 4;
+    plan.rows = vec_warp_rows;
+  }
+  plan.q_tiles = static_cast<int>(l.q_tiles);
+  const int split_unit = plan.variant == vec_variant::warp ? vec_warp_split_keys(plan.warp_warps) : vec_tile;  // keys
+  const int n_tiles = static_cast<int>((p.n_kv() + split_unit - 1) / split_unit);
+  const int64_t base_blocks = p.n_seq() * p.n_head_kv() * plan.head_splits * plan.q_tiles;
+  int splits = opt.kv_splits;
+  if (splits <= 0) {
+    // Up to vec_target_blocks_per_sm work-groups per SM, fewer where fewer are resident, in one
+    // wave (a second, partial wave would leave most of the GPU idle while it runs). Measured on an
+    // H200 (8 KV heads): a full wave of 4 lost to 2 per SM at depth 4096 and 32768 (every split
+    // adds a Q load, a merge and a partial row); 3 per SM against 2, us at depth 32768 / 131072:
+    // f16 D = 256 99.5 / 308 vs 113 / 391, f16 D = 128 56 / 156 vs 59 / 190, all unchanged at 4096.
+    // The turbo3 warp kernel at D = 256 fits 2 (its registers: vec_warp_min_blocks).
+    const int resident = vec_resident_blocks(plan, p.k.type, p.v.type, p.mask.data != nullptr, device);
+    const int per_sm = resident < vec_target_blocks_per_sm ? resident : vec_target_blocks_per_sm;
+    const int64_t target = per_sm * static_cast<int64_t>(multiprocessors);
+    splits = static_cast<int>(target / base_blocks);
+    if (splits < 1) splits = 1;
+  }
+  splits = splits < 1 ? 1 : splits > vec_max_splits ? vec_max_splits : splits;
+  splits = splits > n_tiles ? n_tiles : splits;
+  plan.tiles_per_split = (n_tiles + splits - 1) / splits;
+  plan.n_splits = (n_tiles + plan.tiles_per_split - 1) / plan.tiles_per_split;
+  plan.partial_floats = static_cast<size_t>(base_blocks) * plan.n_splits * plan.rows * vec_partial_pitch(plan.head_dim);
+  plan.counted_row_sets = plan.variant == vec_variant::warp ? static_cast<int>(base_blocks) : 0;
+  return plan;
+}
+
+inline attention_args make_args(const attention_params& p) {
+  attention_args a{};
+  static_cast<attention_views&>(a) = make_views(p, p.k.type, p.v.type);
+  return a;
+}
+
+template <int D>
+void launch_vec_types(const attention_args& a, const vec_plan& plan, data_type k, data_type v, int device,
+                      hipStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(plan.n_splits), static_cast<unsigned>(a.n_head_kv * plan.head_splits),
+                  static_cast<unsigned>(a.n_seq * plan.q_tiles));
+  with_vec_kernel<D>(plan, k, v, a.mask != nullptr,
+                     [&](auto kernel) {
+                       using K = decltype(kernel);
+                       // the shared-memory limit raised on this device before the first launch there
+                       (void)resident_blocks_of<K>(device);
+                       K::value<<<grid, K::threads, K::smem_bytes, stream>>>(a, plan.head_splits);
+                     });
+}
+
+template <int D>
+void launch_vec_combine(const attention_args& a, const vec_plan& plan, hipStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(a.n_q * vec_combine_slices<D>), static_cast<unsigned>(a.n_head),
+                  static_cast<unsigned>(a.n_seq));
+  vec_combine_kernel<D><<<grid, vec_threads, 0, stream>>>(a, plan.head_splits, plan.rows, a.unrotate_out);
+}
+
+template <int D>
+void launch_vec_dim(const attention_args& a, const vec_plan& plan, data_type k, data_type v, int device,
+                    hipStream_t stream) {
+  launch_vec_types<D>(a, plan, k, v, device, stream);
+  if (!a.split_counters) launch_vec_combine<D>(a, plan, stream);
+}
+
+// workspace: vec_workspace_bytes(plan, persistent != nullptr) bytes; persistent: caller-owned
+// zeroed counters (launch_options::counters) or nullptr; device: the stream's. Returns false if a
+// launch could not be queued (an error the caller left pending is neither cleared nor taken for
+// one of these launches: error_scope).
+inline bool launch_vec(const attention_params& p, attention_args a, const vec_plan& plan, void* workspace,
+                       unsigned* persistent, int device, hipStream_t stream) {
+  const platform::error_scope errors;
+  a.ncols = plan.ncols;
+  a.q_tiles = plan.q_tiles;
+  a.n_splits = plan.n_splits;
+  a.tiles_per_split = plan.tiles_per_split;
+  a.partial = static_cast<float*>(align_up(workspace, vec_partial_align));
+  const bool counted = plan.counted_row_sets > 0;
+  unsigned* const counters =
+      !counted ? nullptr : persistent ? persistent : reinterpret_cast<unsigned*>(a.partial + vec_counters_offset_floats(plan));
+  a.split_counters = counters;
+  a.work_counters = counted ? counters + 1 : nullptr;
+  a.reset_counters = counted && persistent;
+  if (counted && !persistent) {
+    const int n = vec_counter_words(plan);
+    const int blocks = (n + vec_zero_threads - 1) / vec_zero_threads;
+    vec_zero_counters_kernel<vec_zero_threads><<<blocks < 1024 ? blocks : 1024, vec_zero_threads, 0, stream>>>(counters, n);
+  }
+  with_vec_head_dim(plan.head_dim,
+                    [&](auto d) { launch_vec_dim<decltype(d)::value>(a, plan, p.k.type, p.v.type, device, stream); });
+  return errors.launches_ok();
+}
+
+// ---- the family's entry point ------------------------------------------------------------------------
+// Every family answers the same four questions (launch.hpp's run_family asks them in this order):
+// does it take the call (supported), how does the call run on `device` (plan: refuses options it
+// cannot honour), how much workspace does that plan take, and the launch of the plan on the stream.
+struct vec_family {
+  using plan_type = vec_plan;
+  static status supported(const attention_params& p) { return vec_supported(p); }
+  // Caller-owned counters (launch_options::counters) must be large enough and 128-byte aligned
+  // where the planned kernel counts: invalid_argument otherwise.
+  static status plan(const attention_params& p, const launch_options& opt, int device, vec_plan& out) {
+    out = make_vec_plan(p, opt, device);
+    if (opt.counters && out.counted_row_sets > 0 &&
+        (opt.counters_bytes < vec_counter_bytes(out) || reinterpret_cast<uintptr_t>(opt.counters) % 128 != 0))
+      return status::invalid_argument;
+    out.caller_counters = opt.counters && out.counted_row_sets > 0 ? static_cast<unsigned*>(opt.counters) : nullptr;
+    return status::ok;
+  }
+  static size_t workspace_bytes(const vec_plan& plan) {
+    return vec_workspace_bytes(plan, plan.caller_counters != nullptr);
+  }
+  static status launch(const attention_params& p, const vec_plan& plan, void* workspace, int device,
+                       hipStream_t stream) {
+    return launch_vec(p, make_args(p), plan, workspace, plan.caller_counters, device, stream) ? status::ok
+                                                                                             : status::runtime_error;
+  }
+};
+
+}  // namespace detail
+}  // namespace turbo3
+
+#endif  // TURBO3_HAS_RUNTIME
