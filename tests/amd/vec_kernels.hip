@@ -31,7 +31,9 @@ template __global__ void vec_combine_kernel<512>(attention_args, int, int, bool)
 
 // The turbo3 D = 256 kernels must not spill on RDNA4 (gfx1201), the first target: neither VGPRs
 // nor SGPRs (the per-row softmax state lives in shared memory, not in wave-uniform registers).
-// Other instantiations are reported in RESOURCES.md.
+// Other instantiations are reported in RESOURCES.md. On gfx942 (wave64) the scalar kernels with 8 and
+// 16 rows per work-group reach the 108-SGPR limit and spill 2-21 SGPRs into VGPR lanes (no scratch,
+// no VGPR spills).
 // amd-check: vec_kernel<256,?turbo3::kv::turbo3_loader,?turbo3::kv::turbo3_loader,*@gfx1201 max vgpr_spill 0
 // amd-check: vec_kernel<256,?turbo3::kv::turbo3_loader,?turbo3::kv::turbo3_loader,*@gfx1201 max sgpr_spill 0
 // amd-check: vec_kernel<256,?turbo3::kv::turbo3_loader,?turbo3::kv::f16_loader,*@gfx1201 max sgpr_spill 0
