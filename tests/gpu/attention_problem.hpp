@@ -6,6 +6,7 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include "gpu_common.hpp"
 #include "turbo3/turbo3.hpp"
@@ -347,6 +348,20 @@ inline void check_nmse(nmse_tracker& tracker, double e, const std::string& what)
   tracker.record(e, what);
   INFO("NMSE " << e);
   CHECK(e <= nmse_limit);
+}
+
+// One flash_attention call on the default stream over poisoned output, which must succeed; the
+// NMSE of its output against the reference.
+template <class Allocator, class = std::enable_if_t<turbo3::is_allocator_v<Allocator>>>
+double run_and_compare(attention_problem& prob, Allocator& allocator, const turbo3::launch_options& opt = {}) {
+  prob.poison_output();
+  REQUIRE(turbo3::flash_attention(prob.device_params(), allocator, nullptr, opt) == turbo3::status::ok);
+  TURBO3_CHECK_HIP(hipDeviceSynchronize());
+  return prob.compare_with_reference();
+}
+inline double run_and_compare(attention_problem& prob, const turbo3::launch_options& opt = {}) {
+  turbo3::stream_pool_allocator pool;
+  return run_and_compare(prob, pool, opt);
 }
 
 // Options that force one kernel family.

@@ -42,14 +42,9 @@ void run_case(const attention_case& c, std::mt19937_64& rng) {
                             : variant == mma_variant::warpgroup        ? "warpgroup"
                             : variant == mma_variant::warp_specialized ? "warp-specialized"
                                                                        : "automatic"));
-    prob.poison_output();
-    stream_pool_allocator pool;
     launch_options opt = forced(kernel_choice::mma);
     opt.mma = variant;
-    const status s = flash_attention(prob.device_params(), pool, nullptr, opt);
-    REQUIRE(s == status::ok);
-    TURBO3_CHECK_HIP(hipDeviceSynchronize());
-    const double e = prob.compare_with_reference();
+    const double e = run_and_compare(prob, opt);
     check_nmse(variant == mma_variant::fragment           ? g_mma_fragment
                : variant == mma_variant::warpgroup        ? g_mma_warpgroup
                : variant == mma_variant::warp_specialized ? g_mma_specialized
@@ -306,11 +301,7 @@ TEST_CASE("routing: MMA by default where the family runs it, forced anywhere; wo
   // for the partial rows: the empty arena gets out_of_memory before anything runs.
   if (workspace_bytes(p, forced(kernel_choice::mma)) > 0)
     CHECK(flash_attention(p, none, nullptr, forced(kernel_choice::mma)) == status::out_of_memory);
-  prob.poison_output();
-  REQUIRE(flash_attention(p, none, nullptr, one_pass) == status::ok);
-  TURBO3_CHECK_HIP(hipDeviceSynchronize());
-  const double e = prob.compare_with_reference();
-  check_nmse(g_mma, e, "empty arena " + c.describe());
+  check_nmse(g_mma, run_and_compare(prob, none, one_pass), "empty arena " + c.describe());
 }
 
 TEST_CASE("capture: MMA prefill with the arena allocator, replayed", "[mma][mma-capture]") {

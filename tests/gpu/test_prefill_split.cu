@@ -40,11 +40,7 @@ void run_splits(const attention_case& c, std::initializer_list<int> splits, std:
       opt.mma = variant;
       opt.kv_splits = s;
       REQUIRE(supported(prob.device_params(), opt) == status::ok);
-      prob.poison_output();
-      stream_pool_allocator pool;
-      REQUIRE(flash_attention(prob.device_params(), pool, nullptr, opt) == status::ok);
-      TURBO3_CHECK_HIP(hipDeviceSynchronize());
-      const double e = prob.compare_with_reference();
+      const double e = run_and_compare(prob, opt);
       check_nmse(g_split, e, c.describe() + " mma " + variant_name(variant) + " splits " + std::to_string(s));
     }
   }
@@ -154,12 +150,7 @@ TEST_CASE("routing: verify batches at depth by rows per KV head and K/V type", "
     attention_problem prob(c, rng);
     INFO(c.describe());
     CHECK(route(prob.device_params()) == x.route);
-    prob.poison_output();
-    stream_pool_allocator pool;
-    REQUIRE(flash_attention(prob.device_params(), pool, nullptr) == status::ok);
-    TURBO3_CHECK_HIP(hipDeviceSynchronize());
-    const double e = prob.compare_with_reference();
-    check_nmse(g_split, e, c.describe() + " routed");
+    check_nmse(g_split, run_and_compare(prob), c.describe() + " routed");
   }
 }
 

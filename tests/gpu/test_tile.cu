@@ -30,14 +30,9 @@ void run_case(const attention_case& c, std::mt19937_64& rng, bool tile, bool mat
   if (tile) routes.push_back(kernel_choice::tile);
   if (materialize) routes.push_back(kernel_choice::materialize);
   for (kernel_choice k : routes) {
-    prob.poison_output();
-    stream_pool_allocator pool;
-    const status s = flash_attention(prob.device_params(), pool, nullptr, forced(k));
     const char* name = k == kernel_choice::tile ? "tile" : "materialize";
     INFO(name);
-    REQUIRE(s == status::ok);
-    TURBO3_CHECK_HIP(hipDeviceSynchronize());
-    const double e = prob.compare_with_reference();
+    const double e = run_and_compare(prob, forced(k));
     check_nmse(k == kernel_choice::tile ? g_tile : g_materialize, e, std::string(name) + " " + c.describe());
   }
 }
@@ -106,22 +101,15 @@ TEST_CASE("routing: n_q <= 2 to VEC, else MMA (NVIDIA) or TILE; workspace_bytes 
   const size_t one = (size_t{2} * 500 * 256 * 2 + 255) / 256 * 256;
   CHECK(workspace_bytes(p, forced(kernel_choice::materialize)) == 255 + 2 * one);
   // automatic routing without a key split gives the same result with an empty arena
-  prob.poison_output();
   arena_allocator none;  // an empty arena: any allocation would fail
-  REQUIRE(flash_attention(p, none, nullptr, one_pass) == status::ok);
-  TURBO3_CHECK_HIP(hipDeviceSynchronize());
-  const double e = prob.compare_with_reference();
-  check_nmse(g_tile, e, "automatic " + c.describe());
+  check_nmse(g_tile, run_and_compare(prob, none, one_pass), "automatic " + c.describe());
   // D = 64 (f16 only): MMA does not cover it, automatic routing takes TILE
   attention_case d64 = c;
   d64.head_dim = 64;
   d64.k_type = d64.v_type = data_type::f16;
   attention_problem prob64(d64, rng);
   CHECK(turbo3::route(prob64.device_params(), launch_options{}) == kernel_choice::tile);
-  prob64.poison_output();
-  REQUIRE(flash_attention(prob64.device_params(), none, nullptr) == status::ok);
-  TURBO3_CHECK_HIP(hipDeviceSynchronize());
-  CHECK(prob64.compare_with_reference() <= nmse_limit);
+  CHECK(run_and_compare(prob64, none) <= nmse_limit);
   // D = 512 prefill: no prefill route has it; automatic routing falls back to VEC
   attention_case big = c;
   big.head_dim = 512;
@@ -131,11 +119,7 @@ TEST_CASE("routing: n_q <= 2 to VEC, else MMA (NVIDIA) or TILE; workspace_bytes 
   CHECK(flash_attention(prob512.device_params(), none, nullptr, forced(kernel_choice::tile)) == status::unsupported);
   CHECK(flash_attention(prob512.device_params(), none, nullptr, forced(kernel_choice::materialize)) ==
         status::unsupported);
-  stream_pool_allocator pool;
-  prob512.poison_output();
-  REQUIRE(flash_attention(prob512.device_params(), pool, nullptr) == status::ok);
-  TURBO3_CHECK_HIP(hipDeviceSynchronize());
-  CHECK(prob512.compare_with_reference() <= nmse_limit);
+  CHECK(run_and_compare(prob512) <= nmse_limit);
 }
 
 namespace {

@@ -22,14 +22,8 @@ turbo3_test::reported_nmse g_vec("VEC");
 
 void run_vec_case(const attention_case& c, std::mt19937_64& rng, const launch_options& opt = {}) {
   attention_problem prob(c, rng);
-  prob.poison_output();
-  stream_pool_allocator pool;
-  const status s = flash_attention(prob.device_params(), pool, nullptr, opt);
   INFO(c.describe());
-  REQUIRE(s == status::ok);
-  TURBO3_CHECK_HIP(hipDeviceSynchronize());
-  const double e = prob.compare_with_reference();
-  check_nmse(g_vec, e, c.describe());
+  check_nmse(g_vec, run_and_compare(prob, opt), c.describe());
 }
 
 // Runs every case of a grid with `family` (the route and VEC variant) and the case's split count;
