@@ -1,7 +1,11 @@
 // Per-storage-type K/V loaders. A row of D values is read in chunks of 16 values, decoded to
 // float in the loader's own slot order (slot(e) is where value e of a chunk lands). Values are
 // left unscaled: a turbo3 row carries one norm per 128-value block, which the kernels apply once
-// per block (scores) or fold into the softmax weight (values), never per element.
+// per block (scores) or fold into the softmax weight (values), never per element; a loader's
+// values_per_scale says how many values share one scale(row, group). may_rotate: whether the
+// loader can read values stored rotated (docs/format.md §5), so a kernel over it compiles the
+// rotation of Q (whether it runs is the call's: attention_views::rotate_q). The turbo4, turbo2 and
+// q8_0 loaders and kv::any_loader (the type chosen at run time) are in loader_*.hpp.
 #pragma once
 
 #include <cmath>
@@ -100,6 +104,7 @@ inline constexpr int chunk_values = 16;
 struct turbo3_loader {
   static constexpr data_type type = data_type::turbo3;
   static constexpr int values_per_scale = block_values;  // one norm per 128 values
+  static constexpr bool may_rotate = true;
   // Decoded chunk order: values 0,2,4,...,14 then 1,3,...,15.
   TURBO3_HD static constexpr int slot(int e) { return (e & 1) * 8 + (e >> 1); }
   // The inverse: the value (0..15 within a chunk) decoded into slot s.
@@ -236,6 +241,7 @@ struct turbo3_loader {
 struct f16_loader {
   static constexpr data_type type = data_type::f16;
   static constexpr int values_per_scale = 1 << 30;  // no per-block scale
+  static constexpr bool may_rotate = false;
   TURBO3_HD static constexpr int slot(int e) { return e; }
   TURBO3_HD static constexpr int value_of_slot(int s) { return s; }
 
