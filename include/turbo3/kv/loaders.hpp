@@ -20,10 +20,18 @@
 
 namespace turbo3 {
 
-// The K/V storage types the kernels have a loader for (kv::f16_loader, kv::turbo3_loader). The
-// other K/V types validate() accepts (turbo4, turbo2, q8_0) have none: every route's *_supported()
-// returns unsupported for them, so no kernel is instantiated or launched with one.
-constexpr bool has_kernel_loader(data_type t) { return t == data_type::f16 || t == data_type::turbo3; }
+// The K/V storage types some kernel reads: every K/V type validate() accepts. The scalar VEC
+// kernel and the materialize copy read all of them (kv::any_loader, the per-type loaders).
+constexpr bool has_kernel_loader(data_type t) {
+  return t == data_type::f16 || t == data_type::turbo3 || t == data_type::turbo4 || t == data_type::turbo2 ||
+         t == data_type::q8_0;
+}
+
+// The K/V storage types the TILE, MMA and matrix / warp VEC kernels read (kv::f16_loader,
+// kv::turbo3_loader only: their decode is written for turbo3's bit layout). Their *_supported()
+// return unsupported for the others, which the automatic route sends to materialize (prefill) or
+// the scalar VEC kernel (decode).
+constexpr bool has_tile_loader(data_type t) { return t == data_type::f16 || t == data_type::turbo3; }
 
 // The eight codebook levels as fp16 bytes split into two planes (low bytes, high bytes), four
 // registers in all: a byte permute with 3-bit indices looks up four levels at once.
