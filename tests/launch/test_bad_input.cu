@@ -520,9 +520,9 @@ TEST_CASE("turbo4, turbo2 and q8_0 K or V: VEC and materialize serve them, TILE 
     }
 }
 
-// write_rows quantizes into f16 and turbo3 caches only: a turbo4, turbo2 or q8_0 cache is
-// unsupported and left untouched.
-TEST_CASE("write_rows: turbo4, turbo2 and q8_0 caches are unsupported", "[bad_input][types]") {
+// write_rows quantizes into turbo4, turbo2 and q8_0 caches too (whole blocks per row: 128 values,
+// 32 for q8_0); rows that are not whole blocks are refused and the cache left untouched.
+TEST_CASE("write_rows: turbo4, turbo2 and q8_0 caches take whole blocks", "[bad_input][types]") {
   std::vector<float> rows(128 * 4, 1.0f);
   for (data_type t : {data_type::turbo4, data_type::turbo2, data_type::q8_0}) {
     INFO(to_string(t));
@@ -530,9 +530,13 @@ TEST_CASE("write_rows: turbo4, turbo2 and q8_0 caches are unsupported", "[bad_in
     const std::vector<uint8_t> before = cache;
     const row_source src{rows.data(), data_type::f32, 128, 4, 128 * 4};
     const cache_view dst{cache.data(), t, 128, 8, row_bytes(t, 128)};
+    CHECK(validate_write(src, dst) == status::ok);
+    const int64_t partial = t == data_type::q8_0 ? 48 : 64;  // not whole blocks
+    const row_source src_partial{rows.data(), data_type::f32, partial, 4, 128 * 4};
+    const cache_view dst_partial{cache.data(), t, partial, 8, row_bytes(t, 128)};
     const int32_t* ids = nullptr;
-    CHECK(validate_write(src, dst) == status::unsupported);
-    CHECK(write_rows(src, ids, dst, nullptr) == status::unsupported);
+    CHECK(validate_write(src_partial, dst_partial) == status::invalid_argument);
+    CHECK(write_rows(src_partial, ids, dst_partial, nullptr) == status::invalid_argument);
     CHECK(cache == before);
   }
 }
