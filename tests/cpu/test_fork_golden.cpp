@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../data/fork_golden_blocks.hpp"
+#include "cpu_test_helpers.hpp"
 #include "turbo3/ref/storage.hpp"
 #include "turbo3/types.hpp"
 
@@ -25,15 +26,7 @@ std::vector<float> input_of(const fork_golden::row& r) {
   return x;
 }
 
-std::string hex(const std::vector<unsigned char>& bytes) {
-  static const char* digits = "0123456789abcdef";
-  std::string s;
-  for (unsigned char b : bytes) {
-    s += digits[b >> 4];
-    s += digits[b & 15];
-  }
-  return s;
-}
+std::string hex(const std::vector<unsigned char>& bytes) { return turbo3_cpu_test::hex(bytes.data(), bytes.size()); }
 
 std::vector<unsigned char> quantized(data_type t, const std::vector<float>& x, codebook cb) {
   std::vector<unsigned char> bytes(row_bytes(t, static_cast<int64_t>(x.size())));

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu_test_helpers.hpp"
 #include "turbo3/turbo3.hpp"
 
 using namespace turbo3;
@@ -19,22 +20,8 @@ std::vector<float> golden_input() {
   return x;
 }
 
-std::string hex(const void* p, size_t n) {
-  static const char* digits = "0123456789abcdef";
-  std::string s;
-  for (size_t i = 0; i < n; ++i) {
-    const uint8_t b = static_cast<const uint8_t*>(p)[i];
-    s += digits[b >> 4];
-    s += digits[b & 15];
-  }
-  return s;
-}
-
-uint64_t fresh_seed() {
-  const uint64_t seed = std::random_device{}();
-  WARN("seed " << seed);
-  return seed;
-}
+using turbo3_cpu_test::fresh_seed;
+using turbo3_cpu_test::hex;
 
 }  // namespace
 

@@ -141,6 +141,37 @@ TEST_CASE("mma split: the launcher splits verify batches at depth, eagerly and u
   }
 }
 
+// Verify batches of up to one warp-kernel fragment of rows per KV head over turbo3 go to VEC on
+// NVIDIA; more rows, or f16 K/V, to the MMA key split (vec_takes_verify_batch).
+TEST_CASE("routing: verify batches at depth by rows per KV head and K/V type", "[mma-split]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x5b11b);
+  if (!detail::mma_by_default(platform::current_device_family())) return;
+  struct expectation {
+    int head_dim, n_q;
+    data_type kv;
+    kernel_choice route;
+  };
+  for (const expectation& x : {expectation{128, 4, data_type::turbo3, kernel_choice::vec},
+                               expectation{256, 3, data_type::turbo3, kernel_choice::vec},
+                               expectation{128, 5, data_type::turbo3, kernel_choice::mma},
+                               expectation{256, 16, data_type::turbo3, kernel_choice::mma},
+                               expectation{128, 4, data_type::f16, kernel_choice::mma}}) {
+    attention_case c = turbo3_test::gqa_case(x.head_dim, x.n_q, 4096);  // 16 query heads over 8
+    c.k_type = c.v_type = x.kv;
+    c.causal = true;
+    attention_problem prob(c, rng);
+    INFO(c.describe());
+    CHECK(route(prob.device_params()) == x.route);
+    prob.poison_output();
+    stream_pool_allocator pool;
+    REQUIRE(flash_attention(prob.device_params(), pool, nullptr) == status::ok);
+    TURBO3_CHECK_HIP(hipDeviceSynchronize());
+    const double e = prob.compare_with_reference();
+    g_split.record(e, c.describe() + " routed");
+    CHECK(e <= nmse_limit);
+  }
+}
+
 // Small split cases for compute-sanitizer runs (racecheck, memcheck): hidden from the default run.
 TEST_CASE("mma split: small cases for the sanitizers", "[.mma-split-san]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x5b11a);

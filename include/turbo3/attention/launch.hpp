@@ -39,14 +39,19 @@ TURBO3_HD constexpr bool mma_by_default(platform::arch_family f) { return f == p
 // The route of a call on `device` (its family decides whether MMA is the default prefill route).
 inline kernel_choice route_on(const attention_params& p, const launch_options& opt, int device) {
   if (opt.kernel != kernel_choice::automatic) return opt.kernel;
+  const bool tile_types = has_tile_loader(p.k.type) && has_tile_loader(p.v.type);
   if (p.n_q() <= 2) {
     // q8_0 at D = 64, which VEC has no kernel for, decodes through materialize.
-    const bool tile_types = has_tile_loader(p.k.type) && has_tile_loader(p.v.type);
     if (!tile_types && vec_supported(p) != status::ok && materialize_supported(p) == status::ok)
       return kernel_choice::materialize;
     return kernel_choice::vec;
   }
-  if (mma_by_default(platform::device_family(device)) && mma_supported(p) == status::ok) return kernel_choice::mma;
+  const bool nvidia = mma_by_default(platform::device_family(device));
+  if (nvidia && vec_takes_verify_batch(p)) return kernel_choice::vec;
+  // Verify batches over turbo4, turbo2 or q8_0: materialize would copy the whole cache to f16 for a
+  // few rows (n_kv x D x 4 bytes per KV head of workspace), so the decode kernel takes them.
+  if (!tile_types && p.n_q() <= vec_verify_max_queries && vec_supported(p) == status::ok) return kernel_choice::vec;
+  if (nvidia && mma_supported(p) == status::ok) return kernel_choice::mma;
   if (tile_supported(p) == status::ok) return kernel_choice::tile;
   if (materialize_supported(p) == status::ok) return kernel_choice::materialize;
   return kernel_choice::vec;  // head dims neither prefill route has (512): VEC still serves them

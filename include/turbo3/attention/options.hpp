@@ -9,9 +9,10 @@
 namespace turbo3 {
 
 enum class kernel_choice {
-  automatic,    // n_q <= 2: vec; else mma where the device runs it by default (mma_by_default)
-                // and the shape is covered, else tile where it applies, else materialize, else vec
-                // (turbo4, turbo2 or q8_0 K/V: vec at n_q <= 2 and at D = 512, else materialize)
+  automatic,    // n_q <= 2 (and turbo3 verify batches of <= 8 rows per KV head on NVIDIA): vec; else mma
+                // where the device runs it by default and the shape is covered, else tile where it
+                // applies, else materialize, else vec (turbo4, turbo2 or q8_0 K/V: vec up to
+                // vec_verify_max_queries rows and at D = 512, else materialize)
   vec,          // force the decode kernel for any n_q (the "VEC for prefill" baseline)
   tile,         // force the scalar prefill kernel
   materialize,  // force dequantize-to-f16 then the f16 prefill kernel

@@ -217,6 +217,227 @@ struct warp_queries {
   }
 };
 
+// ---- the steps of the kernel -------------------------------------------------------------------
+
+// The key of the value operand's K-index pair k (a0 / a2 / the next multiply's a0 / a2) in lane
+// (g, t): 2t + (k & 1) + 8 (k >> 1). A load of a key's chunk g then takes rows 2t + c for the four
+// t, pitch / 4 = 4 mod 8 words x 2 apart: their 8-word runs fall on 32 distinct banks (keys t + 4k,
+// four adjacent rows, overlap: a quarter of the kernel's shared-load wavefronts would be
+// conflicts).
+TURBO3_DEVICE TURBO3_FORCEINLINE int vec_warp_value_key(int k, int t) { return 2 * t + (k & 1) + 8 * (k >> 1); }
+
+// The rows this lane's score and value fragments touch: 2t and 2t+1. Keys j < key_limit[e] may be
+// visible to row 2t+e (the keys' end and the causal diagonal; none for a padding row), so the
+// window is one comparison per score. Masked: a padding row reads the mask's first row (hidden by
+// its empty window), so every lane loads unconditionally.
+TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_row_windows(int (&key_limit)[2], const platform::half* (&row_mask)[2],
+                                                          float (&row_slope)[2], const attention_args& a, const vec_context& x,
+                                                          int t) {
+  TURBO3_UNROLL
+  for (int e = 0; e < 2; ++e) {
+    const vec_row_info info =
+        vec_row_info_of(a, vec_row_of(a, 2 * t + e, x.kv_head, x.head_split, x.q_tile, x.heads_per_block), x.seq);
+    const int diagonal = info.query + a.n_kv - a.n_q + 1;  // key j is visible to query i iff j < i + n_kv - n_q + 1
+    key_limit[e] = info.query < 0 ? 0 : a.causal ? min(x.kv_end, diagonal) : x.kv_end;
+    row_mask[e] = info.mask ? info.mask : reinterpret_cast<const platform::half*>(a.mask);
+    row_slope[e] = info.slope;
+  }
+}
+
+// The B operand of the scores: Q fragments in registers (the kernel is compiled for 2 work-groups
+// per SM, so the 32 registers they take at D = 256 are free; in shared memory they cost 16 loads
+// per group). fp16: row g, chunk 8b+t+4h, k-step k. Integer (C::integer_scores): each row of Q is
+// scaled so that its largest magnitude is i8_pair_max and rounded to an integer q = 128 * hi + lo,
+// the levels likewise (turbo3_lut::i8_*), and a score is 128 * (K_hi . Q_hi) + K_hi . Q_lo +
+// K_lo . Q_hi (K_lo . Q_lo, under 2^-14 of the rest, left out): the K operand is two byte permutes
+// per four values where fp16 takes four. Lane (g, t), block b, half h, k-step k: row g, slots 8k + 0..3 (.x) and 8k + 4..7 (.y) of
+// chunk 8b + t + 4h. q_frag holds the fp16 form, q_hi and q_lo the integer one, whose score rows
+// 2t + e have the unit score_unit[e].
+template <class C>
+using vec_warp_q_frags = uint2[C::integer_scores ? 1 : C::q_frags];
+template <class C>
+using vec_warp_q_bytes_of = uint2[C::integer_scores ? C::q_frags : 1];
+
+// hi = rint(x / 128) and lo = rint(x) - 128 hi (|lo| <= 64) of x = v * q_scale for slots
+// slot0 .. slot0 + 3, as bytes, rounded by adding 1.5 * 2^23 (the sum's low mantissa byte is the
+// integer's two's-complement byte).
+TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_q_bytes(const float* v, int slot0, float q_scale, uint32_t& hi, uint32_t& lo) {
+  using L = kv::turbo3_loader;
+  constexpr float round_bias = 12582912.0f;
+  uint32_t hb[4], lb[4];
+  TURBO3_UNROLL
+  for (int e = 0; e < 4; ++e) {
+    const float x = v[L::value_of_slot(slot0 + e)] * q_scale;
+    const float h = fmaf(x, 1.0f / 128.0f, round_bias);
+    const float l = fmaf(h - round_bias, -128.0f, x) + round_bias;
+    hb[e] = platform::float_to_bits(h);
+    lb[e] = platform::float_to_bits(l);
+  }
+  hi = platform::permute_bytes<0, 1, 4, 5>(platform::permute_bytes<0, 4, 0, 4>(hb[0], hb[1]),
+                                           platform::permute_bytes<0, 4, 0, 4>(hb[2], hb[3]));
+  lo = platform::permute_bytes<0, 1, 4, 5>(platform::permute_bytes<0, 4, 0, 4>(lb[0], lb[1]),
+                                           platform::permute_bytes<0, 4, 0, 4>(lb[2], lb[3]));
+}
+
+// Q into the ring's later slots (not yet staged), then this lane's fragments from there; ends with
+// a barrier, as the ring's later slots are staged next.
+template <class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_load_q(vec_warp_q_frags<C>& q_frag, vec_warp_q_bytes_of<C>& q_hi,
+                                                      vec_warp_q_bytes_of<C>& q_lo, float (&score_unit)[2], warp_queries<C>& queries,
+                                                      const attention_args& a, unsigned char* smem, const turbo3_lut& lut,
+                                                      int warp, int lane, int g, int t) {
+  using L = kv::turbo3_loader;
+  constexpr bool integer_scores = C::integer_scores;
+  float* q_nat = reinterpret_cast<float*>(smem + C::ring_stride);
+  queries.store(a, q_nat, warp, lane);
+  const float* q_absmax = q_nat + C::ROWS * C::q_pitch;  // [row][block] (integer)
+  auto row_max = [&](int r) {
+    float m = 0.0f;
+    TURBO3_UNROLL
+    for (int b = 0; b < C::blocks; ++b) m = fmaxf(m, q_absmax[r * C::blocks + b]);
+    return m;
+  };
+  const float g_max = integer_scores ? row_max(g) : 0.0f;
+  const float q_scale = g_max > 0.0f ? i8_pair_max / g_max : 0.0f;  // a zero row stays zero
+  TURBO3_UNROLL
+  for (int bh = 0; bh < C::blocks * 2; ++bh) {  // chunk 8b + t + 4h: its 16 values, then its fragments
+    const int b = bh / 2, h = bh % 2;
+    const float4* q4 = reinterpret_cast<const float4*>(q_nat + g * C::q_pitch + (8 * b + t + 4 * h) * kv::chunk_values);
+    float v[kv::chunk_values];
+    TURBO3_UNROLL
+    for (int i = 0; i < kv::chunk_values / 4; ++i) {
+      const float4 w = q4[i];
+      v[4 * i] = w.x, v[4 * i + 1] = w.y, v[4 * i + 2] = w.z, v[4 * i + 3] = w.w;
+    }
+    if constexpr (integer_scores) {
+      TURBO3_UNROLL
+      for (int k = 0; k < 2; ++k) {
+        vec_warp_q_bytes(v, 8 * k, q_scale, q_hi[bh * 2 + k].x, q_lo[bh * 2 + k].x);
+        vec_warp_q_bytes(v, 8 * k + 4, q_scale, q_hi[bh * 2 + k].y, q_lo[bh * 2 + k].y);
+      }
+    } else {
+      TURBO3_UNROLL
+      for (int k = 0; k < 4; ++k)
+        q_frag[bh * 4 + k] = make_uint2(platform::pack_half2(v[L::value_of_slot(4 * k)], v[L::value_of_slot(4 * k + 1)]),
+                                          platform::pack_half2(v[L::value_of_slot(4 * k + 2)], v[L::value_of_slot(4 * k + 3)]));
+    }
+  }
+  if constexpr (integer_scores) {
+    TURBO3_UNROLL
+    for (int e = 0; e < 2; ++e) score_unit[e] = 128.0f * lut.i8_unit * row_max(2 * t + e) / i8_pair_max;
+  }
+  platform::sync_threads();  // the ring's later slots are staged next
+}
+
+// Softcap, window and mask on the group's scores at key j0: a hidden score becomes -inf, with one
+// comparison (and, masked, one load) per score and no branch.
+template <bool MASKED>
+TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_mask_scores(float (&s)[4], const attention_args& a,
+                                                           const int (&key_limit)[2], const platform::half* const (&row_mask)[2],
+                                                           const float (&row_slope)[2], int j0, int last_key, int g) {
+  if (a.softcap_post != 0.0f) {  // uniform: one branch per group
+    TURBO3_UNROLL
+    for (int e = 0; e < 4; ++e) s[e] = a.softcap_post * platform::tanh_fast(s[e]);
+  }
+  TURBO3_UNROLL
+  for (int e = 0; e < 4; ++e) {
+    const int j = j0 + (e < 2 ? g : g + 8);
+    float v = s[e];
+    bool visible = j < key_limit[e & 1];
+    if constexpr (MASKED) {
+      const float mv = platform::half_to_float(row_mask[e & 1][min(j, last_key)]);
+      visible = visible && mv != -INFINITY;
+      v += row_slope[e & 1] * mv;
+    }
+    s[e] = visible ? v : -INFINITY;
+  }
+}
+
+// O'^T *= alpha where a maximum grew (rare once the maxima settle): row 4 cb + t's alpha comes
+// from a lane whose score rows hold it.
+template <class C, int COL_BLOCKS>
+TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_rescale(float (&acc)[COL_BLOCKS][C::blocks * 4][4], const float (&alpha)[2],
+                                                       bool update, int t) {
+  if (update && platform::any_in_warp(alpha[0] != 1.0f || alpha[1] != 1.0f)) {
+    TURBO3_UNROLL
+    for (int cb = 0; cb < COL_BLOCKS; ++cb) {
+      const int src = 2 * cb + (t >> 1);
+      const float a0 = platform::shfl(alpha[0], src), a1 = platform::shfl(alpha[1], src);
+      const float f = (t & 1) ? a1 : a0;
+      TURBO3_UNROLL
+      for (int m = 0; m < C::blocks * 4; ++m)
+        TURBO3_UNROLL
+        for (int i = 0; i < 4; ++i) acc[cb][m][i] *= f;
+    }
+  }
+}
+
+// The value operand (A) of the first early_v_blocks V blocks, decoded before the softmax, so that
+// their byte permutes fill its dependency waits.
+template <class C>
+using vec_warp_early_values = uint32_t[C::early_v_blocks > 0 ? C::early_v_blocks : 1][4][8];
+template <class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_decode_early(vec_warp_early_values<C>& v_early,
+                                                            const kv::turbo3_loader::raw_chunk (&v_raw)[C::blocks][4],
+                                                            const turbo3_lut& lut) {
+  TURBO3_UNROLL
+  for (int b = 0; b < C::early_v_blocks; ++b)
+    TURBO3_UNROLL
+    for (int k = 0; k < 4; ++k) kv::turbo3_loader::decode_half2(v_raw[b][k], lut, v_early[b][k]);
+}
+
+// O'^T += A B per column block over the group staged at v_tile (n keys; stale keys carry norm 0).
+// B: p of row 4 cb + g / 2 at keys t + 4k (from the score lanes that hold them, as fp16 row
+// pairs), placed in half g % 2 by the byte permute place_sel, times the key's norm of block b.
+template <class C, int COL_BLOCKS>
+TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_accumulate_values(float (&acc)[COL_BLOCKS][C::blocks * 4][4], const float (&p)[4],
+                                                                 const kv::turbo3_loader::raw_chunk (&v_raw)[C::blocks][4],
+                                                                 const vec_warp_early_values<C>& v_early, const char* v_tile,
+                                                                 int n, const turbo3_lut& lut, uint32_t place_sel, int g, int t) {
+  using L = kv::turbo3_loader;
+  constexpr int early_blocks = C::early_v_blocks;
+  const uint32_t p_pair[2] = {platform::pack_half2(p[0], p[1]), platform::pack_half2(p[2], p[3])};  // keys g, g + 8
+  uint32_t norm2[C::blocks][4];
+  TURBO3_UNROLL
+  for (int b = 0; b < C::blocks; ++b)
+    TURBO3_UNROLL
+    for (int k = 0; k < 4; ++k) {
+      const uint32_t bits = vec_warp_value_key(k, t) < n ? L::scale_bits(v_tile + vec_warp_value_key(k, t) * C::pitch, b) : 0u;
+      norm2[b][k] = bits * 0x10001u;  // (norm, norm) as fp16
+    }
+  TURBO3_UNROLL
+  for (int b = 0; b < C::blocks; ++b) {
+    uint32_t dh[4][8];
+    TURBO3_UNROLL
+    for (int k = 0; k < 4; ++k) {
+      if (b < early_blocks) {
+        TURBO3_UNROLL
+        for (int i = 0; i < 8; ++i) dh[k][i] = v_early[b < early_blocks ? b : 0][k][i];
+      } else {
+        L::decode_half2(v_raw[b][k], lut, dh[k]);
+      }
+    }
+    TURBO3_UNROLL
+    for (int cb = 0; cb < COL_BLOCKS; ++cb) {
+      const int src_t = 2 * cb + (g >> 2);
+      uint32_t bq[4];
+      TURBO3_UNROLL
+      for (int k = 0; k < 4; ++k) {
+        const uint32_t pair = platform::shfl(p_pair[k >> 1], 4 * (vec_warp_value_key(k, t) & 7) + src_t);
+        bq[k] = platform::mul_half2_bits(platform::lookup_bytes4(pair, 0u, place_sel), norm2[b][k]);
+      }
+      TURBO3_UNROLL
+      for (int kb = 0; kb < 2; ++kb)
+        TURBO3_UNROLL
+        for (int kk = 0; kk < 4; ++kk) {
+          const uint32_t frag[4] = {dh[2 * kb][kk], dh[2 * kb][kk + 4], dh[2 * kb + 1][kk], dh[2 * kb + 1][kk + 4]};
+          const uint32_t bb[2] = {bq[2 * kb], bq[2 * kb + 1]};
+          platform::mma_m16n8k16(acc[cb][b * 4 + kk], frag, bb);
+        }
+    }
+  }
+}
+
 // Rows are staged in units of `row_unit` bytes (vec_head_row_unit: 16 where both row strides are
 // multiples of 16 and the heads' rows start 4-byte aligned, else the largest of 8 and 4 that divides
 // both strides, so every row of a head has the same alignment to it), with asynchronous copies of
@@ -387,28 +608,12 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, vec_warp_min_blocks
   };
   auto next_slot = [](int slot) { return slot + C::ring_stride == C::staging_bytes ? 0 : slot + C::ring_stride; };
 
-  // The key of the value operand's K-index pair k (a0 / a2 / the next multiply's a0 / a2) in this
-  // lane: 2t + (k & 1) + 8 (k >> 1). A load of a key's chunk g then takes rows 2t + c for the four
-  // t, pitch / 4 = 4 mod 8 words x 2 apart: their 8-word runs fall on 32 distinct banks (keys t + 4k,
-  // four adjacent rows, overlap: a quarter of the kernel's shared-load wavefronts would be
-  // conflicts).
-  auto value_key = [&](int k) { return 2 * t + (k & 1) + 8 * (k >> 1); };
-  // The rows this lane's score and value fragments touch: 2t and 2t+1. Keys j < key_limit[e] may be
-  // visible to row 2t+e (the keys' end and the causal diagonal; none for a padding row), so the
-  // window is one comparison per score. Masked: a padding row reads the mask's first row (hidden by
-  // its empty window), so every lane loads unconditionally.
+  auto value_key = [&](int k) { return vec_warp_value_key(k, t); };
+  // The windows of score rows 2t and 2t + 1 (vec_warp_row_windows).
   int key_limit[2];
   const platform::half* row_mask[2];
   float row_slope[2];
-  TURBO3_UNROLL
-  for (int e = 0; e < 2; ++e) {
-    const vec_row_info info =
-        vec_row_info_of(a, vec_row_of(a, 2 * t + e, x.kv_head, x.head_split, x.q_tile, x.heads_per_block), x.seq);
-    const int diagonal = info.query + a.n_kv - a.n_q + 1;  // key j is visible to query i iff j < i + n_kv - n_q + 1
-    key_limit[e] = info.query < 0 ? 0 : a.causal ? min(x.kv_end, diagonal) : x.kv_end;
-    row_mask[e] = info.mask ? info.mask : reinterpret_cast<const platform::half*>(a.mask);
-    row_slope[e] = info.slope;
-  }
+  vec_warp_row_windows(key_limit, row_mask, row_slope, a, x, t);
   const int last_key = a.n_kv - 1;
 
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
@@ -444,78 +649,17 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, vec_warp_min_blocks
   };
   // Group 0 goes out before the Q work, so its copies land while Q loads and rotates.
   with_row_unit([&](auto unit_c) { stage(unit_c, copy_plans(unit_c), 0, 0); });
-  // ---- Q fragments (B operand of the scores), in registers (the kernel is compiled for 2
-  // work-groups per SM, so the 32 registers they take at D = 256 are free; in shared memory they
-  // cost 16 loads per group). fp16: row g, chunk 8b+t+4h, k-step k. Integer (C::integer_scores):
-  // each row of Q is scaled so that its largest magnitude is i8_pair_max and rounded to an integer
-  // q = 128 * hi + lo, the levels likewise (turbo3_lut::i8_*), and a score is 128 * (K_hi . Q_hi)
-  // + K_hi . Q_lo + K_lo . Q_hi (K_lo . Q_lo, under 2^-14 of the rest, left out): the K operand is
-  // two byte permutes per four values where fp16 takes four. Lane (g, t), block b, half h, k-step
-  // k: row g, slots 8k + 0..3 (.x) and 8k + 4..7 (.y) of chunk 8b + t + 4h. ------------------------
+  // ---- Q fragments (B operand of the scores), in registers (vec_warp_load_q) -------------------
   constexpr bool integer_scores = C::integer_scores;
-  uint2 q_frag[integer_scores ? 1 : C::q_frags];
-  uint2 q_hi[integer_scores ? C::q_frags : 1], q_lo[integer_scores ? C::q_frags : 1];
-  float score_unit[2] = {1.0f, 1.0f};  // integer: per score row 2t + e, the integer dot's unit
-  {
-    float* q_nat = reinterpret_cast<float*>(smem + C::ring_stride);  // the ring's later slots, not yet staged
-    queries.store(a, q_nat, warp, lane);
-    const float* q_absmax = q_nat + ROWS * C::q_pitch;  // [row][block] (integer)
-    auto row_max = [&](int r) {
-      float m = 0.0f;
-      TURBO3_UNROLL
-      for (int b = 0; b < C::blocks; ++b) m = fmaxf(m, q_absmax[r * C::blocks + b]);
-      return m;
-    };
-    const float g_max = integer_scores ? row_max(g) : 0.0f;
-    const float q_scale = g_max > 0.0f ? i8_pair_max / g_max : 0.0f;  // a zero row stays zero
-    // hi = rint(x / 128) and lo = rint(x) - 128 hi (|lo| <= 64) of x = v * q_scale, rounded by
-    // adding 1.5 * 2^23 (the sum's low mantissa byte is the integer's two's-complement byte).
-    auto q_bytes = [&](const float* v, int slot0, uint32_t& hi, uint32_t& lo) {
-      constexpr float round_bias = 12582912.0f;
-      uint32_t hb[4], lb[4];
-      TURBO3_UNROLL
-      for (int e = 0; e < 4; ++e) {
-        const float x = v[L::value_of_slot(slot0 + e)] * q_scale;
-        const float h = fmaf(x, 1.0f / 128.0f, round_bias);
-        const float l = fmaf(h - round_bias, -128.0f, x) + round_bias;
-        hb[e] = platform::float_to_bits(h);
-        lb[e] = platform::float_to_bits(l);
-      }
-      hi = platform::permute_bytes<0, 1, 4, 5>(platform::permute_bytes<0, 4, 0, 4>(hb[0], hb[1]),
-                                               platform::permute_bytes<0, 4, 0, 4>(hb[2], hb[3]));
-      lo = platform::permute_bytes<0, 1, 4, 5>(platform::permute_bytes<0, 4, 0, 4>(lb[0], lb[1]),
-                                               platform::permute_bytes<0, 4, 0, 4>(lb[2], lb[3]));
-    };
-    TURBO3_UNROLL
-    for (int bh = 0; bh < C::blocks * 2; ++bh) {  // chunk 8b + t + 4h: its 16 values, then its fragments
-      const int b = bh / 2, h = bh % 2;
-      const float4* q4 = reinterpret_cast<const float4*>(q_nat + g * C::q_pitch + (8 * b + t + 4 * h) * kv::chunk_values);
-      float v[kv::chunk_values];
-      TURBO3_UNROLL
-      for (int i = 0; i < kv::chunk_values / 4; ++i) {
-        const float4 w = q4[i];
-        v[4 * i] = w.x, v[4 * i + 1] = w.y, v[4 * i + 2] = w.z, v[4 * i + 3] = w.w;
-      }
-      if constexpr (integer_scores) {
-        TURBO3_UNROLL
-        for (int k = 0; k < 2; ++k) {
-          q_bytes(v, 8 * k, q_hi[bh * 2 + k].x, q_lo[bh * 2 + k].x);
-          q_bytes(v, 8 * k + 4, q_hi[bh * 2 + k].y, q_lo[bh * 2 + k].y);
-        }
-      } else {
-        TURBO3_UNROLL
-        for (int k = 0; k < 4; ++k)
-          q_frag[bh * 4 + k] = make_uint2(platform::pack_half2(v[L::value_of_slot(4 * k)], v[L::value_of_slot(4 * k + 1)]),
-                                          platform::pack_half2(v[L::value_of_slot(4 * k + 2)], v[L::value_of_slot(4 * k + 3)]));
-      }
-    }
-    if constexpr (integer_scores) {
-      TURBO3_UNROLL
-      for (int e = 0; e < 2; ++e) score_unit[e] = 128.0f * lut.i8_unit * row_max(2 * t + e) / i8_pair_max;
-    }
-    platform::sync_threads();  // the ring's later slots are staged next
-  }
+  vec_warp_q_frags<C> q_frag;
+  vec_warp_q_bytes_of<C> q_hi, q_lo;
+  float score_unit[2] = {1.0f, 1.0f};
+  vec_warp_load_q(q_frag, q_hi, q_lo, score_unit, queries, a, smem, lut, warp, lane, g, t);
 
+  // The group loop. The staging above, the scores and the softmax's maximum update below, and the
+  // merge after the loop stay in the kernel (and its lambdas): as functions taking the same
+  // references, each compiles to different code (other address arithmetic, a branch where the
+  // maximum vote short-circuits), so only the steps that compile to the same code are functions.
   auto run_groups = [&](auto unit_c) {
     const auto plans = copy_plans(unit_c);
     // A chunk's packed bits. Rows staged in 16-byte units start 4-byte aligned (their shift is 0,
@@ -606,31 +750,11 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, vec_warp_min_blocks
         for (int e = 0; e < 4; ++e) s[e] *= score_unit[e & 1];
       }
 
-      // The value operand of the first early_v_blocks V blocks, decoded before the softmax.
-      constexpr int early_blocks = C::early_v_blocks;
-      uint32_t v_early[early_blocks > 0 ? early_blocks : 1][4][8];
-      TURBO3_UNROLL
-      for (int b = 0; b < early_blocks; ++b)
-        TURBO3_UNROLL
-        for (int k = 0; k < 4; ++k) L::decode_half2(v_raw[b][k], lut, v_early[b][k]);
+      vec_warp_early_values<C> v_early;
+      vec_warp_decode_early<C>(v_early, v_raw, lut);
 
       // ---- online softmax, in registers: row max over the 16 keys is a reduction over g ---------
-      if (a.softcap_post != 0.0f) {  // uniform: one branch per group
-        TURBO3_UNROLL
-        for (int e = 0; e < 4; ++e) s[e] = a.softcap_post * platform::tanh_fast(s[e]);
-      }
-      TURBO3_UNROLL
-      for (int e = 0; e < 4; ++e) {
-        const int j = j0 + (e < 2 ? g : g + 8);
-        float v = s[e];
-        bool visible = j < key_limit[e & 1];
-        if constexpr (MASKED) {
-          const float mv = platform::half_to_float(row_mask[e & 1][min(j, last_key)]);
-          visible = visible && mv != -INFINITY;
-          v += row_slope[e & 1] * mv;
-        }
-        s[e] = visible ? v : -INFINITY;
-      }
+      vec_warp_mask_scores<MASKED>(s, a, key_limit, row_mask, row_slope, j0, last_key, g);
       // Once a few groups are in, the running maxima rarely grow: where no score of the group exceeds
       // its row's running maximum in any lane (one vote), the maxima stay, alpha is 1 and the
       // reduction over the key lanes is skipped; the values are the full update's to the bit.
@@ -654,62 +778,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, vec_warp_min_blocks
         m_run[e] = m_new;
       }
 
-      if (update && platform::any_in_warp(alpha[0] != 1.0f || alpha[1] != 1.0f)) {  // rare once the maxima settle
-        TURBO3_UNROLL
-        for (int cb = 0; cb < COL_BLOCKS; ++cb) {  // row 4 cb + t's alpha, from a lane whose score rows hold it
-          const int src = 2 * cb + (t >> 1);
-          const float a0 = platform::shfl(alpha[0], src), a1 = platform::shfl(alpha[1], src);
-          const float f = (t & 1) ? a1 : a0;
-          TURBO3_UNROLL
-          for (int m = 0; m < v_tiles; ++m)
-            TURBO3_UNROLL
-            for (int i = 0; i < 4; ++i) acc[cb][m][i] *= f;
-        }
-      }
-      // ---- the value operand B: p of row 4 cb + g / 2 at keys t + 4k (from the score lanes that hold
-      // them, as fp16 row pairs), placed in half g % 2, times the key's norm of block b ------------
-      const uint32_t p_pair[2] = {platform::pack_half2(p[0], p[1]), platform::pack_half2(p[2], p[3])};  // keys g, g + 8
-      uint32_t norm2[C::blocks][4];
-      TURBO3_UNROLL
-      for (int b = 0; b < C::blocks; ++b)
-        TURBO3_UNROLL
-        for (int k = 0; k < 4; ++k) {
-          const uint32_t bits = value_key(k) < n ? L::scale_bits(v_tile + value_key(k) * C::pitch, b) : 0u;
-          norm2[b][k] = bits * 0x10001u;  // (norm, norm) as fp16
-        }
-
-      // ---- values: O'^T += A B per column block; stale keys carry norm 0 ------------------------
-      TURBO3_UNROLL
-      for (int b = 0; b < C::blocks; ++b) {
-        uint32_t dh[4][8];
-        TURBO3_UNROLL
-        for (int k = 0; k < 4; ++k) {
-          if (b < early_blocks) {
-            TURBO3_UNROLL
-            for (int i = 0; i < 8; ++i) dh[k][i] = v_early[b < early_blocks ? b : 0][k][i];
-          } else {
-            L::decode_half2(v_raw[b][k], lut, dh[k]);
-          }
-        }
-        TURBO3_UNROLL
-        for (int cb = 0; cb < COL_BLOCKS; ++cb) {
-          const int src_t = 2 * cb + (g >> 2);
-          uint32_t bq[4];
-          TURBO3_UNROLL
-          for (int k = 0; k < 4; ++k) {
-            const uint32_t pair = platform::shfl(p_pair[k >> 1], 4 * (value_key(k) & 7) + src_t);
-            bq[k] = platform::mul_half2_bits(platform::lookup_bytes4(pair, 0u, place_sel), norm2[b][k]);
-          }
-          TURBO3_UNROLL
-          for (int kb = 0; kb < 2; ++kb)
-            TURBO3_UNROLL
-            for (int kk = 0; kk < 4; ++kk) {
-              const uint32_t frag[4] = {dh[2 * kb][kk], dh[2 * kb][kk + 4], dh[2 * kb + 1][kk], dh[2 * kb + 1][kk + 4]};
-              const uint32_t bb[2] = {bq[2 * kb], bq[2 * kb + 1]};
-              platform::mma_m16n8k16(acc[cb][b * 4 + kk], frag, bb);
-            }
-        }
-      }
+      vec_warp_rescale<C>(acc, alpha, update, t);
+      vec_warp_accumulate_values<C>(acc, p, v_raw, v_early, v_tile, n, lut, place_sel, g, t);
       platform::sync_warp();  // the ring slot is rewritten by a later step
     }
   };
