@@ -384,6 +384,52 @@ std::vector<prefill_kernel> prefill_kernels() {
   return k;
 }
 
+// The rotated copies of one case: n_q rows of Q over n_kv keys per head, causal by the flag or
+// (mask) by ggml's causal mask [n_kv, n_q]; K and V filled once and copied per set.
+std::vector<turbo3::attention_params> attention_sets(prepared_case& c, turbo3::data_type kv, int d, int n_q,
+                                                     int n_kv, bool mask) {
+  using namespace turbo3;
+  const int H = g_config.n_head, HKV = g_config.n_head_kv;
+  const size_t qo_bytes = static_cast<size_t>(d) * n_q * H * 4;
+  const size_t kv_bytes = row_bytes(kv, d) * static_cast<size_t>(n_kv) * HKV;
+  const size_t mask_bytes = mask ? static_cast<size_t>(n_kv) * n_q * 2 : 0;
+  const double set_bytes = 2.0 * qo_bytes + 2.0 * kv_bytes + mask_bytes;
+  const int copies = rotation_copies(set_bytes);
+  c.working_set = set_bytes * copies;
+  void* k_master = c.alloc(kv_bytes);
+  void* v_master = c.alloc(kv_bytes);
+  fill_random(k_master, static_cast<int64_t>(n_kv) * HKV, d, kv, 1u);
+  fill_random(v_master, static_cast<int64_t>(n_kv) * HKV, d, kv, 2u);
+  void* m_master = nullptr;
+  if (mask) {
+    m_master = c.alloc(mask_bytes);
+    fill_causal_mask_kernel<<<1024, 256>>>(static_cast<uint16_t*>(m_master), n_kv, n_q);
+    BENCH_CHECK(hipGetLastError());
+  }
+  std::vector<attention_params> sets(static_cast<size_t>(copies));
+  for (int i = 0; i < copies; ++i) {
+    attention_params& p = sets[static_cast<size_t>(i)];
+    void* q = c.alloc(qo_bytes);
+    void* out = c.alloc(qo_bytes);
+    fill_random(q, static_cast<int64_t>(n_q) * H, d, data_type::f32, 100u + static_cast<uint32_t>(i));
+    set_q_out(p, q, out, d, n_q, H);
+    set_kv(p.k, c.copy_of(k_master, kv_bytes, i), kv, d, n_kv, HKV);
+    set_kv(p.v, c.copy_of(v_master, kv_bytes, i), kv, d, n_kv, HKV);
+    if (mask) {
+      p.mask.data = c.copy_of(m_master, mask_bytes, i); p.mask.type = data_type::f16;
+      p.mask.ne[0] = n_kv; p.mask.ne[1] = n_q; p.mask.ne[2] = 1; p.mask.ne[3] = 1;
+      p.mask.nb[1] = static_cast<size_t>(n_kv) * 2; p.mask.nb[2] = p.mask.nb[1] * n_q; p.mask.nb[3] = p.mask.nb[2];
+    } else {
+      p.causal = true;
+    }
+    p.scale = 1.0f / std::sqrt(static_cast<float>(d));
+    p.rotate_q = g_config.library_rotates_q;
+    p.unrotate_out = g_config.library_unrotates_out;
+  }
+  BENCH_CHECK(hipDeviceSynchronize());
+  return sets;
+}
+
 void prefill_benchmark(benchmark::State& state, const std::string& key, const prefill_kernel& kernel,
                        turbo3::data_type kv, int d, int len, bool mask) {
   using namespace turbo3;
@@ -393,43 +439,7 @@ void prefill_benchmark(benchmark::State& state, const std::string& key, const pr
     g_case = std::make_unique<prepared_case>();
     c = g_case.get();
     c->key = key;
-    const size_t qo_bytes = static_cast<size_t>(d) * len * H * 4;      // each of Q and out (f32)
-    const size_t kv_bytes = row_bytes(kv, d) * static_cast<size_t>(len) * HKV;  // each of K and V
-    const size_t mask_bytes = mask ? static_cast<size_t>(len) * len * 2 : 0;
-    const double set_bytes = 2.0 * qo_bytes + 2.0 * kv_bytes + mask_bytes;
-    const int copies = rotation_copies(set_bytes);
-    c->working_set = set_bytes * copies;
-    void* k_master = c->alloc(kv_bytes);
-    void* v_master = c->alloc(kv_bytes);
-    fill_random(k_master, static_cast<int64_t>(len) * HKV, d, kv, 1u);
-    fill_random(v_master, static_cast<int64_t>(len) * HKV, d, kv, 2u);
-    void* m_master = nullptr;
-    if (mask) {
-      m_master = c->alloc(mask_bytes);
-      fill_causal_mask_kernel<<<1024, 256>>>(static_cast<uint16_t*>(m_master), len, len);
-      BENCH_CHECK(hipGetLastError());
-    }
-    std::vector<attention_params> sets(static_cast<size_t>(copies));
-    for (int i = 0; i < copies; ++i) {
-      attention_params& p = sets[static_cast<size_t>(i)];
-      void* q = c->alloc(qo_bytes);
-      void* out = c->alloc(qo_bytes);
-      fill_random(q, static_cast<int64_t>(len) * H, d, data_type::f32, 100u + static_cast<uint32_t>(i));
-      set_q_out(p, q, out, d, len, H);
-      set_kv(p.k, c->copy_of(k_master, kv_bytes, i), kv, d, len, HKV);
-      set_kv(p.v, c->copy_of(v_master, kv_bytes, i), kv, d, len, HKV);
-      if (mask) {
-        p.mask.data = c->copy_of(m_master, mask_bytes, i); p.mask.type = data_type::f16;
-        p.mask.ne[0] = len; p.mask.ne[1] = len; p.mask.ne[2] = 1; p.mask.ne[3] = 1;
-        p.mask.nb[1] = static_cast<size_t>(len) * 2; p.mask.nb[2] = p.mask.nb[1] * len; p.mask.nb[3] = p.mask.nb[2];
-      } else {
-        p.causal = true;
-      }
-      p.scale = 1.0f / std::sqrt(static_cast<float>(d));
-      p.rotate_q = g_config.library_rotates_q;
-      p.unrotate_out = g_config.library_unrotates_out;
-    }
-    BENCH_CHECK(hipDeviceSynchronize());
+    const std::vector<attention_params> sets = attention_sets(*c, kv, d, len, len, mask);
     build_case(*c, sets, kernel.options);
   }
   if (!time_case(state, *c)) return;
@@ -547,43 +557,7 @@ void chunk_benchmark(benchmark::State& state, const std::string& key, const turb
     g_case = std::make_unique<prepared_case>();
     c = g_case.get();
     c->key = key;
-    const size_t qo_bytes = static_cast<size_t>(d) * n_q * H * 4;
-    const size_t kv_bytes = row_bytes(kv, d) * static_cast<size_t>(n_kv) * HKV;
-    const size_t mask_bytes = mask ? static_cast<size_t>(n_kv) * n_q * 2 : 0;
-    const double set_bytes = 2.0 * qo_bytes + 2.0 * kv_bytes + mask_bytes;
-    const int copies = rotation_copies(set_bytes);
-    c->working_set = set_bytes * copies;
-    void* k_master = c->alloc(kv_bytes);
-    void* v_master = c->alloc(kv_bytes);
-    fill_random(k_master, static_cast<int64_t>(n_kv) * HKV, d, kv, 1u);
-    fill_random(v_master, static_cast<int64_t>(n_kv) * HKV, d, kv, 2u);
-    void* m_master = nullptr;
-    if (mask) {
-      m_master = c->alloc(mask_bytes);
-      fill_causal_mask_kernel<<<1024, 256>>>(static_cast<uint16_t*>(m_master), n_kv, n_q);
-      BENCH_CHECK(hipGetLastError());
-    }
-    std::vector<attention_params> sets(static_cast<size_t>(copies));
-    for (int i = 0; i < copies; ++i) {
-      attention_params& p = sets[static_cast<size_t>(i)];
-      void* q = c->alloc(qo_bytes);
-      void* out = c->alloc(qo_bytes);
-      fill_random(q, static_cast<int64_t>(n_q) * H, d, data_type::f32, 100u + static_cast<uint32_t>(i));
-      set_q_out(p, q, out, d, n_q, H);
-      set_kv(p.k, c->copy_of(k_master, kv_bytes, i), kv, d, n_kv, HKV);
-      set_kv(p.v, c->copy_of(v_master, kv_bytes, i), kv, d, n_kv, HKV);
-      if (mask) {
-        p.mask.data = c->copy_of(m_master, mask_bytes, i); p.mask.type = data_type::f16;
-        p.mask.ne[0] = n_kv; p.mask.ne[1] = n_q; p.mask.ne[2] = 1; p.mask.ne[3] = 1;
-        p.mask.nb[1] = static_cast<size_t>(n_kv) * 2; p.mask.nb[2] = p.mask.nb[1] * n_q; p.mask.nb[3] = p.mask.nb[2];
-      } else {
-        p.causal = true;
-      }
-      p.scale = 1.0f / std::sqrt(static_cast<float>(d));
-      p.rotate_q = g_config.library_rotates_q;
-      p.unrotate_out = g_config.library_unrotates_out;
-    }
-    BENCH_CHECK(hipDeviceSynchronize());
+    const std::vector<attention_params> sets = attention_sets(*c, kv, d, n_q, n_kv, mask);
     build_case(*c, sets, options);
   }
   if (!time_case(state, *c)) return;

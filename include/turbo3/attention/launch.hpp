@@ -3,20 +3,40 @@
 // a capture-safe allocator. This header only validates, routes and checks the allocator against
 // capture once; each kernel family answers the rest through its entry point (vec_launch.hpp,
 // tile.hpp, materialize.hpp, mma_launch.hpp: supported, plan, workspace_bytes, launch).
+//
+// Compiling the kernels once per program: by default each translation unit that includes this
+// header compiles every kernel (header-only). A program with several such units may define
+// TURBO3_KERNELS_EXTERN in all of them but one and TURBO3_KERNELS_DEFINE in that one. The first
+// kind then sees only declarations of the entry points below (route, supported, workspace_bytes,
+// counter_bytes, init and the routed launch behind flash_attention) and none of the kernel headers;
+// the second defines them, non-inline. flash_attention stays a template over the allocator and
+// reaches the compiled launch through detail::workspace_source.
 #pragma once
 
 #include <cstddef>
 #include <type_traits>
 
-#include "turbo3/attention/materialize.hpp"
-#include "turbo3/attention/mma_launch.hpp"
 #include "turbo3/attention/options.hpp"
 #include "turbo3/attention/params.hpp"
-#include "turbo3/attention/tile.hpp"
 #include "turbo3/attention/validate.hpp"
-#include "turbo3/attention/vec_launch.hpp"
 #include "turbo3/memory.hpp"
+#include "turbo3/platform/arch.hpp"
 #include "turbo3/status.hpp"
+
+#if defined(TURBO3_KERNELS_EXTERN) && defined(TURBO3_KERNELS_DEFINE)
+#error "turbo3: define TURBO3_KERNELS_EXTERN or TURBO3_KERNELS_DEFINE in a translation unit, not both"
+#endif
+#if !defined(TURBO3_KERNELS_EXTERN)
+#include "turbo3/attention/materialize.hpp"
+#include "turbo3/attention/mma_launch.hpp"
+#include "turbo3/attention/tile.hpp"
+#include "turbo3/attention/vec_launch.hpp"
+#endif
+#if defined(TURBO3_KERNELS_DEFINE)
+#define TURBO3_KERNEL_ENTRY
+#else
+#define TURBO3_KERNEL_ENTRY inline
+#endif
 
 #if TURBO3_HAS_RUNTIME
 
@@ -35,6 +55,61 @@ inline status validate_call(const attention_params& p, const launch_options& opt
 // the hardware (the gfx12 operand layout in particular is unconfirmed), so TILE stays the default
 // there until a GPU run says otherwise; kernel_choice::mma forces it.
 TURBO3_HD constexpr bool mma_by_default(platform::arch_family f) { return f == platform::arch_family::nvidia; }
+
+// The caller's allocator as the compiled launch sees it: its capture check and its two calls.
+struct workspace_source {
+  void* allocator;
+  status (*check_capture)(void* allocator, hipStream_t stream);
+  void* (*allocate)(void* allocator, size_t bytes, hipStream_t stream);
+  void (*deallocate)(void* allocator, void* ptr, size_t bytes, hipStream_t stream);
+};
+
+template <class Allocator>
+workspace_source workspace_source_of(Allocator& allocator) {
+  return {&allocator, [](void* a, hipStream_t s) { return check_capture(*static_cast<Allocator*>(a), s); },
+          [](void* a, size_t bytes, hipStream_t s) { return static_cast<Allocator*>(a)->allocate(bytes, s); },
+          [](void* a, void* ptr, size_t bytes, hipStream_t s) {
+            static_cast<Allocator*>(a)->deallocate(ptr, bytes, s);
+          }};
+}
+
+#if defined(TURBO3_KERNELS_EXTERN)
+
+// A validated call on `device` (the stream's), routed and run through its family.
+status run_routed(const attention_params& p, const launch_options& opt, const workspace_source& source, int device,
+                  hipStream_t stream);
+
+}  // namespace detail
+
+// The kernel family flash_attention(p, ..., opt) runs for a valid p on the current device.
+kernel_choice route(const attention_params& p, const launch_options& opt = {});
+
+// ok when flash_attention(p, ..., opt) would launch its kernels on the current device: p and opt
+// are valid and the kernel family it routes to covers the shape and types; otherwise what
+// flash_attention would return (invalid_argument or unsupported) without launching anything.
+// Engines ask it to decide, before they plan memory, which nodes go to the library and which stay
+// on their own kernels.
+status supported(const attention_params& p, const launch_options& opt = {});
+
+// Bytes of workspace flash_attention will ask the allocator for with these params and options on
+// the current device (0 for invalid or unsupported input). VEC: the split-KV partials, O(n_seq *
+// n_head * n_q * splits * D) floats, independent of n_kv beyond the split count (at most 256
+// splits). TILE: none. MMA: with a key split, its partial rows, n_seq * n_head * n_q * splits *
+// (D + 8) floats (at most 64 splits); none without. Materialize: the dense f16 copies, n_seq *
+// n_head_kv * n_kv * D * 2 bytes per copied view.
+size_t workspace_bytes(const attention_params& p, const launch_options& opt = {});
+
+// Bytes of caller-owned counter memory (launch_options::counters) a call needs; 0 where its kernel
+// keeps no counters (every route but the warp decode kernel) or the input is invalid.
+size_t counter_bytes(const attention_params& p, const launch_options& opt = {});
+
+// One-time setup of `device` outside any capture: caches its properties and the occupancy of every
+// VEC kernel the split planner may ask about there (otherwise each is queried on its first use),
+// with `device` made current for the queries and the caller's current device restored after.
+// Every cache is per device. runtime_error where the device cannot be made current or queried.
+status init(int device);
+
+#else  // the entry points, defined
 
 // The route of a call on `device` (its family decides whether MMA is the default prefill route).
 inline kernel_choice route_on(const attention_params& p, const launch_options& opt, int device) {
@@ -78,29 +153,36 @@ status plan_call(const attention_params& p, const launch_options& opt, int devic
 
 // A validated call through its family: supported and planned, the allocator checked against
 // capture, the plan's workspace from the allocator for the launch and back after it.
-template <class Family, class Allocator>
-status run_family(const attention_params& p, const launch_options& opt, Allocator& allocator, int device,
+template <class Family>
+status run_family(const attention_params& p, const launch_options& opt, const workspace_source& source, int device,
                   hipStream_t stream) {
   typename Family::plan_type plan{};
   status s = plan_call<Family>(p, opt, device, plan);
   if (s != status::ok) return s;
-  s = check_capture(allocator, stream);
+  s = source.check_capture(source.allocator, stream);
   if (s != status::ok) return s;
   const size_t bytes = Family::workspace_bytes(plan);
   void* workspace = nullptr;
   if (bytes > 0) {
-    workspace = allocator.allocate(bytes, stream);
+    workspace = source.allocate(source.allocator, bytes, stream);
     if (!workspace) return status::out_of_memory;
   }
   s = Family::launch(p, plan, workspace, device, stream);
-  if (workspace) allocator.deallocate(workspace, bytes, stream);
+  if (workspace) source.deallocate(source.allocator, workspace, bytes, stream);
   return s;
+}
+
+// A validated call on `device` (the stream's), routed and run through its family.
+TURBO3_KERNEL_ENTRY status run_routed(const attention_params& p, const launch_options& opt,
+                                      const workspace_source& source, int device, hipStream_t stream) {
+  return with_family(route_on(p, opt, device),
+                     [&](auto family) { return run_family<decltype(family)>(p, opt, source, device, stream); });
 }
 
 }  // namespace detail
 
 // The kernel family flash_attention(p, ..., opt) runs for a valid p on the current device.
-inline kernel_choice route(const attention_params& p, const launch_options& opt = {}) {
+TURBO3_KERNEL_ENTRY kernel_choice route(const attention_params& p, const launch_options& opt = {}) {
   return detail::route_on(p, opt, platform::current_device());
 }
 
@@ -109,7 +191,7 @@ inline kernel_choice route(const attention_params& p, const launch_options& opt 
 // flash_attention would return (invalid_argument or unsupported) without launching anything.
 // Engines ask it to decide, before they plan memory, which nodes go to the library and which stay
 // on their own kernels.
-inline status supported(const attention_params& p, const launch_options& opt = {}) {
+TURBO3_KERNEL_ENTRY status supported(const attention_params& p, const launch_options& opt = {}) {
   const status s = detail::validate_call(p, opt);
   if (s != status::ok) return s;
   return detail::with_family(route(p, opt), [&](auto family) { return decltype(family)::supported(p); });
@@ -121,7 +203,7 @@ inline status supported(const attention_params& p, const launch_options& opt = {
 // splits). TILE: none. MMA: with a key split, its partial rows, n_seq * n_head * n_q * splits *
 // (D + 8) floats (at most 64 splits); none without. Materialize: the dense f16 copies, n_seq *
 // n_head_kv * n_kv * D * 2 bytes per copied view.
-inline size_t workspace_bytes(const attention_params& p, const launch_options& opt = {}) {
+TURBO3_KERNEL_ENTRY size_t workspace_bytes(const attention_params& p, const launch_options& opt = {}) {
   if (detail::validate_call(p, opt) != status::ok) return 0;
   const int device = platform::current_device();
   return detail::with_family(detail::route_on(p, opt, device), [&](auto family) -> size_t {
@@ -133,7 +215,7 @@ inline size_t workspace_bytes(const attention_params& p, const launch_options& o
 
 // Bytes of caller-owned counter memory (launch_options::counters) a call needs; 0 where its kernel
 // keeps no counters (every route but the warp decode kernel) or the input is invalid.
-inline size_t counter_bytes(const attention_params& p, const launch_options& opt = {}) {
+TURBO3_KERNEL_ENTRY size_t counter_bytes(const attention_params& p, const launch_options& opt = {}) {
   if (detail::validate_call(p, opt) != status::ok) return 0;
   const int device = platform::current_device();
   if (detail::route_on(p, opt, device) != kernel_choice::vec || detail::vec_supported(p) != status::ok) return 0;
@@ -144,7 +226,7 @@ inline size_t counter_bytes(const attention_params& p, const launch_options& opt
 // VEC kernel the split planner may ask about there (otherwise each is queried on its first use),
 // with `device` made current for the queries and the caller's current device restored after.
 // Every cache is per device. runtime_error where the device cannot be made current or queried.
-inline status init(int device) {
+TURBO3_KERNEL_ENTRY status init(int device) {
   const platform::device_guard on_device(device);
   if (!on_device.ok()) return status::runtime_error;
   (void)platform::device_family(device);
@@ -178,6 +260,8 @@ inline status init(int device) {
   return status::ok;
 }
 
+#endif  // TURBO3_KERNELS_EXTERN
+
 template <class Allocator>
 status flash_attention(const attention_params& p, Allocator& allocator, hipStream_t stream,
                        const launch_options& opt = {}) {
@@ -185,9 +269,7 @@ status flash_attention(const attention_params& p, Allocator& allocator, hipStrea
   const status s = detail::validate_call(p, opt);
   if (s != status::ok) return s;
   const int device = platform::stream_device(stream);  // routing and planning are for the stream's device
-  return detail::with_family(detail::route_on(p, opt, device), [&](auto family) {
-    return detail::run_family<decltype(family)>(p, opt, allocator, device, stream);
-  });
+  return detail::run_routed(p, opt, detail::workspace_source_of(allocator), device, stream);
 }
 
 }  // namespace turbo3
