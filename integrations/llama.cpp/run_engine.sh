@@ -9,7 +9,7 @@
 #   TURBO3_BIN    bin/ of the patched fork (build.sh: FORK_DIR/build/bin)
 #   FORK_DIR      the fork's tree; only gguf-py/ and models/ggml-vocab-llama-spm.gguf are read
 #   OUT_DIR       where the logs go: test-backend-ops.txt, llama-bench.txt, perplexity.txt
-#   steps         any of: tests bench deep perplexity setrows (default: tests bench perplexity)
+#   steps         any of: tests bench deep perplexity setrows profile (default: tests bench perplexity)
 #
 # The models and the text are written first (make_model.py, seeded) under $WORK_DIR (default
 # /tmp/turbo3-engine). Environment: DEPTHS (llama-bench depths, default 0,8192,32768), REPS
@@ -93,6 +93,25 @@ if has setrows; then
     done
   } >> "$OUT/llama-bench.txt" 2>&1
   tail -30 "$OUT/llama-bench.txt"
+fi
+
+if has profile; then  # where prompt processing spends its time: GPU kernels of one pp2048, per build and cache
+  if command -v nsys > /dev/null; then
+    for m in $MODELS; do
+      for run in "base f16" "base turbo3" "lib turbo3"; do
+        set -- $run
+        rep="$WORK/profile-$m-$1-$2"
+        LD_LIBRARY_PATH="$([ "$1" = base ] && echo "$BASE" || echo "$LIB")" nsys profile --force-overwrite true \
+          -o "$rep" "$([ "$1" = base ] && echo "$BASE" || echo "$LIB")/llama-bench" -m "$WORK/$m.gguf" -ngl 99 -fa 1 \
+          -ctk "$2" -ctv "$2" -p 2048 -n 0 -r 1 > /dev/null 2>&1
+        nsys stats --report cuda_gpu_kern_sum --format csv -o "$OUT/profile-$m-$1-$2" "$rep.nsys-rep" > /dev/null 2>&1
+        echo "== $m, $1, cache $2: top kernels (total time, ns)"
+        sed -n '2,16p' "$OUT/profile-$m-$1-$2_cuda_gpu_kern_sum.csv" 2>/dev/null | cut -d, -f1-3,9 | cut -c1-160
+      done
+    done | tee "$OUT/profile.txt"
+  else
+    echo "profile: nsys not found" | tee "$OUT/profile.txt"
+  fi
 fi
 
 # ---- same answers ----------------------------------------------------------------------------

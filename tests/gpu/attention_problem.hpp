@@ -321,6 +321,9 @@ class attention_problem {
 };
 
 // Worst NMSE seen by a test binary run, per kernel family, printed at exit.
+// The NMSE every GPU test holds a route to against ref::attention on the same quantized bytes.
+inline constexpr double nmse_limit = 1e-5;
+
 struct nmse_tracker {
   double worst = 0.0;
   std::string worst_case;
@@ -334,8 +337,34 @@ struct nmse_tracker {
   }
 };
 
+// A named worst-NMSE record that prints "<label>: N cases, worst NMSE e (case)" when the test
+// program exits, where it recorded anything: one per route or forced kernel form.
+struct reported_nmse : nmse_tracker {
+  explicit reported_nmse(const char* name) : label(name) {}
+  reported_nmse(const reported_nmse&) = delete;
+  reported_nmse& operator=(const reported_nmse&) = delete;
+  ~reported_nmse() {
+    if (cases) std::printf("%s: %d cases, worst NMSE %.3e (%s)\n", label, cases, worst, worst_case.c_str());
+  }
+  const char* label;
+};
+
+// Records e as `what` in `tracker` and checks it against nmse_limit.
+inline void check_nmse(nmse_tracker& tracker, double e, const std::string& what) {
+  tracker.record(e, what);
+  INFO("NMSE " << e);
+  CHECK(e <= nmse_limit);
+}
+
+// Options that force one kernel family.
+inline turbo3::launch_options forced(turbo3::kernel_choice k) {
+  turbo3::launch_options o;
+  o.kernel = k;
+  return o;
+}
+
 // Captures one flash_attention call (hipStreamCaptureModeGlobal), replays the graph `replays`
-// times with new Q/K/V contents, compares every replay with the reference (limit 1e-5) and returns
+// times with new Q/K/V contents, compares every replay with the reference (nmse_limit) and returns
 // the worst NMSE.
 template <class Allocator>
 double capture_and_replay(Allocator& allocator, hipStream_t stream, attention_problem& prob, std::mt19937_64& rng,
@@ -355,7 +384,7 @@ double capture_and_replay(Allocator& allocator, hipStream_t stream, attention_pr
     TURBO3_CHECK_HIP(hipStreamSynchronize(stream));
     const double e = prob.compare_with_reference();
     INFO(name << " replay " << replay << " NMSE " << e);
-    REQUIRE(e <= 1e-5);
+    REQUIRE(e <= nmse_limit);
     worst = std::max(worst, e);
   }
   TURBO3_CHECK_HIP(hipGraphExecDestroy(exec));

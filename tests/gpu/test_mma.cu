@@ -17,34 +17,16 @@
 using namespace turbo3;
 using turbo3_test::attention_case;
 using turbo3_test::attention_problem;
+using turbo3_test::check_nmse;
+using turbo3_test::forced;
+using turbo3_test::nmse_limit;
 using turbo3_test::device_buffer;
 
 namespace {
 
-constexpr double nmse_limit = 1e-5;
-turbo3_test::nmse_tracker g_mma, g_mma_fragment, g_mma_warpgroup, g_mma_specialized;
-
-struct report_at_exit {
-  ~report_at_exit() {
-    if (g_mma.cases)
-      std::printf("MMA: %d cases, worst NMSE %.3e (%s)\n", g_mma.cases, g_mma.worst, g_mma.worst_case.c_str());
-    if (g_mma_fragment.cases)
-      std::printf("MMA fragment kernel forced at D=128/256: %d cases, worst NMSE %.3e (%s)\n", g_mma_fragment.cases,
-                  g_mma_fragment.worst, g_mma_fragment.worst_case.c_str());
-    if (g_mma_warpgroup.cases)
-      std::printf("MMA two-warpgroup kernel forced at D=128/256: %d cases, worst NMSE %.3e (%s)\n", g_mma_warpgroup.cases,
-                  g_mma_warpgroup.worst, g_mma_warpgroup.worst_case.c_str());
-    if (g_mma_specialized.cases)
-      std::printf("MMA warp-specialized warpgroup kernel forced at D=128/256: %d cases, worst NMSE %.3e (%s)\n",
-                  g_mma_specialized.cases, g_mma_specialized.worst, g_mma_specialized.worst_case.c_str());
-  }
-} g_report;
-
-launch_options forced(kernel_choice k) {
-  launch_options o;
-  o.kernel = k;
-  return o;
-}
+turbo3_test::reported_nmse g_mma("MMA"), g_mma_fragment("MMA fragment kernel forced at D=128/256"),
+    g_mma_warpgroup("MMA two-warpgroup kernel forced at D=128/256"),
+    g_mma_specialized("MMA warp-specialized warpgroup kernel forced at D=128/256");
 
 // The MMA route as the launcher picks its kernel (on an sm_90 device of an sm_90a build: a
 // warpgroup kernel for D = 128 and 256 with K and V of one type); there also the fragment kernel
@@ -68,13 +50,11 @@ void run_case(const attention_case& c, std::mt19937_64& rng) {
     REQUIRE(s == status::ok);
     TURBO3_CHECK_HIP(hipDeviceSynchronize());
     const double e = prob.compare_with_reference();
-    (variant == mma_variant::fragment           ? g_mma_fragment
-     : variant == mma_variant::warpgroup        ? g_mma_warpgroup
-     : variant == mma_variant::warp_specialized ? g_mma_specialized
-                                                : g_mma)
-        .record(e, c.describe());
-    INFO("NMSE " << e);
-    CHECK(e <= nmse_limit);
+    check_nmse(variant == mma_variant::fragment           ? g_mma_fragment
+               : variant == mma_variant::warpgroup        ? g_mma_warpgroup
+               : variant == mma_variant::warp_specialized ? g_mma_specialized
+                                                          : g_mma,
+               e, c.describe());
   }
 }
 
@@ -343,8 +323,7 @@ TEST_CASE("routing: MMA by default where the family runs it, forced anywhere; wo
   REQUIRE(flash_attention(p, none, nullptr, one_pass) == status::ok);
   TURBO3_CHECK_HIP(hipDeviceSynchronize());
   const double e = prob.compare_with_reference();
-  g_mma.record(e, "empty arena " + c.describe());
-  CHECK(e <= nmse_limit);
+  check_nmse(g_mma, e, "empty arena " + c.describe());
 }
 
 TEST_CASE("capture: MMA prefill with the arena allocator, replayed", "[mma][mma-capture]") {

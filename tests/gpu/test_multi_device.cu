@@ -73,7 +73,7 @@ void run_every_route_on(int device) {
     TURBO3_CHECK_HIP(hipStreamSynchronize(stream));
     const double e = prob.compare_with_reference();
     INFO("NMSE " << e);
-    CHECK(e <= 1e-5);
+    CHECK(e <= turbo3_test::nmse_limit);
     worst = std::max(worst, e);
   }
 

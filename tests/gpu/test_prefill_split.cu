@@ -12,20 +12,14 @@
 using namespace turbo3;
 using turbo3_test::attention_case;
 using turbo3_test::attention_problem;
+using turbo3_test::check_nmse;
+using turbo3_test::forced;
+using turbo3_test::nmse_limit;
 using turbo3_test::device_buffer;
 
 namespace {
 
-constexpr double nmse_limit = 1e-5;
-turbo3_test::nmse_tracker g_split;
-
-struct report_at_exit {
-  ~report_at_exit() {
-    if (g_split.cases)
-      std::printf("MMA with key splits: %d runs, worst NMSE %.3e (%s)\n", g_split.cases, g_split.worst,
-                  g_split.worst_case.c_str());
-  }
-} g_report;
+turbo3_test::reported_nmse g_split("MMA with key splits");
 
 const char* variant_name(mma_variant v) {
   return v == mma_variant::fragment ? "fragment" : v == mma_variant::warpgroup ? "warpgroup"
@@ -51,9 +45,7 @@ void run_splits(const attention_case& c, std::initializer_list<int> splits, std:
       REQUIRE(flash_attention(prob.device_params(), pool, nullptr, opt) == status::ok);
       TURBO3_CHECK_HIP(hipDeviceSynchronize());
       const double e = prob.compare_with_reference();
-      g_split.record(e, c.describe() + " mma " + variant_name(variant) + " splits " + std::to_string(s));
-      INFO("NMSE " << e);
-      CHECK(e <= nmse_limit);
+      check_nmse(g_split, e, c.describe() + " mma " + variant_name(variant) + " splits " + std::to_string(s));
     }
   }
 }
@@ -167,8 +159,7 @@ TEST_CASE("routing: verify batches at depth by rows per KV head and K/V type", "
     REQUIRE(flash_attention(prob.device_params(), pool, nullptr) == status::ok);
     TURBO3_CHECK_HIP(hipDeviceSynchronize());
     const double e = prob.compare_with_reference();
-    g_split.record(e, c.describe() + " routed");
-    CHECK(e <= nmse_limit);
+    check_nmse(g_split, e, c.describe() + " routed");
   }
 }
 

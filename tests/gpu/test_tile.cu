@@ -13,28 +13,14 @@
 using namespace turbo3;
 using turbo3_test::attention_case;
 using turbo3_test::attention_problem;
+using turbo3_test::check_nmse;
+using turbo3_test::forced;
+using turbo3_test::nmse_limit;
 using turbo3_test::device_buffer;
 
 namespace {
 
-constexpr double nmse_limit = 1e-5;
-turbo3_test::nmse_tracker g_tile, g_materialize;
-
-struct report_at_exit {
-  ~report_at_exit() {
-    if (g_tile.cases)
-      std::printf("TILE: %d cases, worst NMSE %.3e (%s)\n", g_tile.cases, g_tile.worst, g_tile.worst_case.c_str());
-    if (g_materialize.cases)
-      std::printf("materialize: %d cases, worst NMSE %.3e (%s)\n", g_materialize.cases, g_materialize.worst,
-                  g_materialize.worst_case.c_str());
-  }
-} g_report;
-
-launch_options forced(kernel_choice k) {
-  launch_options o;
-  o.kernel = k;
-  return o;
-}
+turbo3_test::reported_nmse g_tile("TILE"), g_materialize("materialize");
 
 // Runs one case through the given route and compares; the reference runs once per problem.
 void run_case(const attention_case& c, std::mt19937_64& rng, bool tile, bool materialize) {
@@ -52,9 +38,7 @@ void run_case(const attention_case& c, std::mt19937_64& rng, bool tile, bool mat
     REQUIRE(s == status::ok);
     TURBO3_CHECK_HIP(hipDeviceSynchronize());
     const double e = prob.compare_with_reference();
-    (k == kernel_choice::tile ? g_tile : g_materialize).record(e, std::string(name) + " " + c.describe());
-    INFO("NMSE " << e);
-    CHECK(e <= nmse_limit);
+    check_nmse(k == kernel_choice::tile ? g_tile : g_materialize, e, std::string(name) + " " + c.describe());
   }
 }
 
@@ -140,8 +124,7 @@ TEST_CASE("routing: n_q <= 2 to VEC, else MMA (NVIDIA) or TILE; workspace_bytes 
   REQUIRE(flash_attention(p, none, nullptr, one_pass) == status::ok);
   TURBO3_CHECK_HIP(hipDeviceSynchronize());
   const double e = prob.compare_with_reference();
-  g_tile.record(e, "automatic " + c.describe());
-  CHECK(e <= nmse_limit);
+  check_nmse(g_tile, e, "automatic " + c.describe());
   // D = 64 (f16 only): MMA does not cover it, automatic routing takes TILE
   attention_case d64 = c;
   d64.head_dim = 64;

@@ -8,18 +8,13 @@
 using namespace turbo3;
 using turbo3_test::attention_case;
 using turbo3_test::attention_problem;
+using turbo3_test::check_nmse;
+using turbo3_test::forced;
+using turbo3_test::nmse_limit;
 
 namespace {
 
-constexpr double nmse_limit = 1e-5;
-turbo3_test::nmse_tracker g_vec;
-
-struct report_at_exit {
-  ~report_at_exit() {
-    if (g_vec.cases)
-      std::printf("VEC: %d cases, worst NMSE %.3e (%s)\n", g_vec.cases, g_vec.worst, g_vec.worst_case.c_str());
-  }
-} g_report;
+turbo3_test::reported_nmse g_vec("VEC");
 
 // [vec-san]: the cases compute-sanitizer runs on the decode kernels (small enough for racecheck:
 // 2-17 s each on an H200): odd lengths, both codebooks and rotation modes, and the warp kernel over
@@ -34,9 +29,7 @@ void run_vec_case(const attention_case& c, std::mt19937_64& rng, const launch_op
   REQUIRE(s == status::ok);
   TURBO3_CHECK_HIP(hipDeviceSynchronize());
   const double e = prob.compare_with_reference();
-  g_vec.record(e, c.describe());
-  INFO("NMSE " << e);
-  CHECK(e <= nmse_limit);
+  check_nmse(g_vec, e, c.describe());
 }
 
 // Runs every case of a grid with `family` (the route and VEC variant) and the case's split count;

@@ -337,99 +337,157 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void tile_rotate(float* q_s, int tid) {
   else rotate_rows_shared<Inverse, D / block_values>(q_s, C::rows, C::qs, tid, C::threads);
 }
 
-// ---- the kernel ----------------------------------------------------------------------------------
+// ---- the steps of the kernel ---------------------------------------------------------------------
 
-template <int D, class KL, class VL, class C>
-TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_kernel(prefill_args a) {
-  static_assert(C::head_dim == D, "config for another head dim");
-  static_assert(KL::type != data_type::turbo3 || D % block_values == 0, "turbo3 K needs D % 128 == 0");
-  static_assert(VL::type != data_type::turbo3 || D % block_values == 0, "turbo3 V needs D % 128 == 0");
-  extern __shared__ float4 tile_smem4[];
-  float* const q_s = reinterpret_cast<float*>(tile_smem4);  // [rows][qs]: Q, later the output rows
-  float* const kv_s = q_s + C::q_floats;                     // [keys][qs]: K tile, then V tile (overlapped: K; V after it)
-  float* const s_s = kv_s + C::kv_tiles * C::kv_floats;      // [keys][ss]: scores, then probabilities
-  float* const row_s = s_s + C::s_floats;                    // [rows]: rescale factors
-
-  const int tid = static_cast<int>(threadIdx.x);
-  const prefill_block blk = prefill_block_of(a);
-  const int q_tile = blk.q_tile, kv_head = blk.kv_head, head_group = blk.head_group, seq = blk.seq;
-  const turbo3_lut lut = lut_for<KL, VL>(a.lut);
-
-  int kv_end = prefill_kv_end(a, q_tile);
-  const char* const k_head = a.k + kv_head * a.k_nb2 + seq * a.k_nb3;
-  const char* const v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
-
-  // ---- Q tile: prescaled, rotated when asked ---------------------------------------------------
+// The Q tile into q_s, prescaled and rotated when asked (rotations come with turbo3, whose rows are
+// whole blocks); synchronizes.
+template <int D, class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE void tile_load_q(const prefill_args& a, float* q_s, int kv_head, int head_group,
+                                                  int q_tile, int seq, int tid) {
   prefill_load_q<D, C::rows, C::threads>(a, q_s, C::qs, kv_head, head_group, q_tile, seq, tid);
   platform::sync_threads();
-  if constexpr (D % block_values == 0) {  // rotations come with turbo3, whose rows are whole blocks
+  if constexpr (D % block_values == 0) {
     if (a.rotate_q) tile_rotate<false, D, C>(q_s, tid);
   }
+}
 
-  // ---- keys the mask hides from every row of a tile are never loaded (mask_row_visible_end) ------
+// The output rows in q_s, un-rotated when asked, to the output.
+template <int D, class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE void tile_store_out(const prefill_args& a, float* q_s, int kv_head, int head_group,
+                                                     int q_tile, int seq, int tid) {
+  if constexpr (D % block_values == 0) {
+    if (a.unrotate_out) tile_rotate<true, D, C>(q_s, tid);
+  }
+  prefill_store_out<D, C::rows, C::threads>(a, q_s, C::qs, kv_head, head_group, q_tile, seq, tid);
+}
+
+template <int ROWS, int COLS>
+TURBO3_DEVICE TURBO3_FORCEINLINE void tile_zero(float (&x)[ROWS][COLS]) {
+  TURBO3_UNROLL
+  for (int i = 0; i < ROWS; ++i)
+    TURBO3_UNROLL
+    for (int e = 0; e < COLS; ++e) x[i][e] = 0.0f;
+}
+
+// One row's online softmax (base 2), kept alike by each of the threads_per_row threads that serve
+// the row: a thread takes keys first_key, first_key + threads_per_row, ... of every tile.
+struct tile_softmax_row {
+  int row, first_key;
+  prefill_row info;              // the row's query and head (query < 0: a padding row)
+  int key_end;                   // keys [0, key_end) may be visible to the row
+  const platform::half* mask;    // the row's mask row, null without a mask
+  float slope;                   // the mask's ALiBi slope, times log2 e
+  float running_sum, running_max;
+};
+
+// Thread tid's softmax row. With a mask, each row's visible end (mask_visible_ends) is gathered
+// first, in the score tile (free until the first key tile), and kv_end drops to the largest: keys
+// the mask hides from every row of a tile are never loaded. Synchronizes where there is a mask.
+template <class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE tile_softmax_row tile_softmax_row_of(const prefill_args& a, float* s_s, int& kv_end,
+                                                                      int kv_head, int head_group, int q_tile, int seq,
+                                                                      int tid) {
   auto window_end = [&](const prefill_row& row) { return prefill_window_end(a, row, kv_end); };
-  int* const mask_end_s = reinterpret_cast<int*>(s_s);  // [rows], free until the first tile
+  int* const mask_end_s = reinterpret_cast<int*>(s_s);
   if (a.mask) kv_end = mask_visible_ends<C::rows, C::threads>(a, kv_head, head_group, q_tile, seq, tid, mask_end_s, window_end);
-
-  // ---- softmax state: thread tid serves row sm_row with sm_sub's share of the keys -------------
-  const int sm_row = tid / C::threads_per_row, sm_sub = tid % C::threads_per_row;
-  const prefill_row srow = prefill_row_of(a, sm_row, kv_head, head_group, q_tile);
-  int row_end = 0;  // keys [0, row_end) may be visible to this row
-  const platform::half* mask_row = nullptr;
-  float slope = 0.0f;
-  if (srow.query >= 0) {
-    row_end = window_end(srow);
+  tile_softmax_row r;
+  r.row = tid / C::threads_per_row;
+  r.first_key = tid % C::threads_per_row;
+  r.info = prefill_row_of(a, r.row, kv_head, head_group, q_tile);
+  r.key_end = 0;
+  r.mask = nullptr;
+  r.slope = 0.0f;
+  if (r.info.query >= 0) {
+    r.key_end = prefill_window_end(a, r.info, kv_end);
     if (a.mask) {
-      row_end = min(row_end, mask_visible_end_of(a, mask_end_s, sm_row));
-      mask_row = mask_row_of(a, srow, seq);
-      slope = platform::exp2_fast(alibi_slope_log2(a.max_bias, srow.head, a.n_head)) * log2e;
+      r.key_end = min(r.key_end, mask_visible_end_of(a, mask_end_s, r.row));
+      r.mask = mask_row_of(a, r.info, seq);
+      r.slope = platform::exp2_fast(alibi_slope_log2(a.max_bias, r.info.head, a.n_head)) * log2e;
     }
   }
   if (a.mask) platform::sync_threads();  // mask_end_s is read; the score tile may be written
-  float m_run = -INFINITY, l_run = 0.0f;
+  r.running_max = -INFINITY;
+  r.running_sum = 0.0f;
+  return r;
+}
 
-  int s_x, s_y, o_x, o_y;
-  tile_grid_pos<C::s_tx, C::s_ty>(tid, s_x, s_y);
-  tile_grid_pos<C::o_tx, C::o_ty>(tid, o_x, o_y);
-
-  float o[C::o_rows][C::o_dims];
+// Online softmax over the scores of the tile at key j0 in row r: the probabilities replace the
+// scores, and the row's rescale factor of O goes to row_factors.
+template <class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE void tile_softmax(tile_softmax_row& r, const prefill_args& a, float* scores,
+                                                   float* row_factors, int j0) {
+  constexpr int keys_per_thread = C::keys / C::threads_per_row;
+  float s[keys_per_thread];
+  float tile_max = -INFINITY;
   TURBO3_UNROLL
-  for (int i = 0; i < C::o_rows; ++i)
-    TURBO3_UNROLL
-    for (int e = 0; e < C::o_dims; ++e) o[i][e] = 0.0f;
+  for (int k = 0; k < keys_per_thread; ++k) {
+    const int jj = r.first_key + k * C::threads_per_row, j = j0 + jj;
+    float v = scores[jj * C::ss + r.row];
+    if (a.softcap_post != 0.0f) v = a.softcap_post * platform::tanh_fast(v);
+    bool visible = j < r.key_end;
+    if (visible && r.mask) {
+      const float mv = platform::half_to_float(r.mask[j]);
+      if (mv == -INFINITY) visible = false;
+      else v += r.slope * mv;
+    }
+    s[k] = visible ? v : -INFINITY;
+    tile_max = fmaxf(tile_max, s[k]);
+  }
+  tile_max = prefill_group_max(tile_max, C::threads_per_row);
+  const float m_new = fmaxf(r.running_max, tile_max);
+  const float alpha = m_new == -INFINITY ? 1.0f : platform::exp2_fast(r.running_max - m_new);
+  float sum = 0.0f;
+  TURBO3_UNROLL
+  for (int k = 0; k < keys_per_thread; ++k) {
+    const int jj = r.first_key + k * C::threads_per_row;
+    const float p = s[k] == -INFINITY ? 0.0f : platform::exp2_fast(s[k] - m_new);
+    scores[jj * C::ss + r.row] = p;
+    sum += p;
+  }
+  sum = prefill_group_sum(sum, C::threads_per_row);
+  r.running_sum = r.running_sum * alpha + sum;
+  r.running_max = m_new;
+  if (r.first_key == 0) row_factors[r.row] = alpha;
+}
 
-  const int n_tiles = (kv_end + C::keys - 1) / C::keys;
-  tile_raw<KL, C::chunks_per_thread> k_raw;
-  tile_raw<VL, C::chunks_per_thread> v_raw;
-  auto no_hook = [](int) {};
+// The two products on register-blocked micro-tiles, as one thread computes them: its s_rows x s_keys
+// scores at (score_x, score_y) of the score grid (key score_x + k * s_tx, row score_y + i * s_ty)
+// and its o_rows x o_dims outputs at (out_x, out_y) of the output grid (o[i][4u + e]: row
+// out_y * o_rows + i, dimension (out_x + u * o_tx) * 4 + e). The steps read the tiles and places
+// through this struct: passed as arguments, the tile pointers fold into other address arithmetic in
+// the overlapped kernels.
+template <int D, class C>
+struct tile_products {
+  const float* q_s;          // [rows][qs]: Q
+  float* scores;             // [keys][ss]: scores, then probabilities
+  const float* row_factors;  // [rows]: rescale factors of O
+  int score_x, score_y, out_x, out_y;
 
-  // ---- scores S = Q K^T of the tile in k_tile into s_s; between_chunks(u) runs after each of the
-  // overlapped loop's chunks_per_thread runs --------------------------------------------------------------------
-  auto score_tile = [&](const float* k_tile, auto&& between_chunks) {
+  // S = Q K^T of the key tile at k_tile into scores. Pipelined: two register buffers, the
+  // shared-memory reads of step d + 4 issue before the FMAs of step d, so their latency hides
+  // behind arithmetic. Overlapped: between_chunks(u) runs after each of the loop's
+  // chunks_per_thread runs.
+  template <class BetweenChunks>
+  TURBO3_DEVICE TURBO3_FORCEINLINE void compute_scores(const float* k_tile, BetweenChunks&& between_chunks) const {
     float acc[C::s_rows][C::s_keys];
-    TURBO3_UNROLL
-    for (int i = 0; i < C::s_rows; ++i)
+    tile_zero(acc);
+    const float* q_row = q_s + score_y * C::qs;
+    const float* k_row = k_tile + score_x * C::qs;
+    auto load = [&](int d, float4(&qv)[C::s_rows], float4(&kv)[C::s_keys]) {
       TURBO3_UNROLL
-      for (int k = 0; k < C::s_keys; ++k) acc[i][k] = 0.0f;
-    const float* qp = q_s + s_y * C::qs;
-    const float* kp = k_tile + s_x * C::qs;
-    // Pipelined: two register buffers, the shared-memory reads of step d + 4 are issued before
-    // the FMAs of step d, so their latency hides behind arithmetic.
-    auto load = [&](int d, float4(&qv)[C::s_rows], float4(&kk)[C::s_keys]) {
+      for (int i = 0; i < C::s_rows; ++i) qv[i] = *reinterpret_cast<const float4*>(q_row + i * C::s_ty * C::qs + d);
       TURBO3_UNROLL
-      for (int i = 0; i < C::s_rows; ++i) qv[i] = *reinterpret_cast<const float4*>(qp + i * C::s_ty * C::qs + d);
-      TURBO3_UNROLL
-      for (int k = 0; k < C::s_keys; ++k) kk[k] = *reinterpret_cast<const float4*>(kp + k * C::s_tx * C::qs + d);
+      for (int k = 0; k < C::s_keys; ++k) kv[k] = *reinterpret_cast<const float4*>(k_row + k * C::s_tx * C::qs + d);
     };
-    auto fma = [&](const float4(&qv)[C::s_rows], const float4(&kk)[C::s_keys]) {
+    auto fma = [&](const float4(&qv)[C::s_rows], const float4(&kv)[C::s_keys]) {
       TURBO3_UNROLL
       for (int i = 0; i < C::s_rows; ++i)
         TURBO3_UNROLL
         for (int k = 0; k < C::s_keys; ++k) {
-          acc[i][k] = fmaf(qv[i].x, kk[k].x, acc[i][k]);
-          acc[i][k] = fmaf(qv[i].y, kk[k].y, acc[i][k]);
-          acc[i][k] = fmaf(qv[i].z, kk[k].z, acc[i][k]);
-          acc[i][k] = fmaf(qv[i].w, kk[k].w, acc[i][k]);
+          acc[i][k] = fmaf(qv[i].x, kv[k].x, acc[i][k]);
+          acc[i][k] = fmaf(qv[i].y, kv[k].y, acc[i][k]);
+          acc[i][k] = fmaf(qv[i].z, kv[k].z, acc[i][k]);
+          acc[i][k] = fmaf(qv[i].w, kv[k].w, acc[i][k]);
         }
     };
     float4 qa[C::s_rows], ka[C::s_keys];
@@ -468,63 +526,31 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
     TURBO3_UNROLL
     for (int i = 0; i < C::s_rows; ++i)
       TURBO3_UNROLL
-      for (int k = 0; k < C::s_keys; ++k) s_s[(s_x + k * C::s_tx) * C::ss + s_y + i * C::s_ty] = acc[i][k];
-  };
+      for (int k = 0; k < C::s_keys; ++k) scores[(score_x + k * C::s_tx) * C::ss + score_y + i * C::s_ty] = acc[i][k];
+  }
 
-  // ---- online softmax over the tile at key j0, one row per threads_per_row threads: P into s_s, each row's
-  // rescale factor into row_s ----------------------------------------------------------------------
-  auto softmax_tile = [&](int j0) {
-    constexpr int kpt = C::keys / C::threads_per_row;
-    float s[kpt];
-    float mx = -INFINITY;
-    TURBO3_UNROLL
-    for (int k = 0; k < kpt; ++k) {
-      const int jj = sm_sub + k * C::threads_per_row, j = j0 + jj;
-      float v = s_s[jj * C::ss + sm_row];
-      if (a.softcap_post != 0.0f) v = a.softcap_post * platform::tanh_fast(v);
-      bool visible = j < row_end;
-      if (visible && mask_row) {
-        const float mv = platform::half_to_float(mask_row[j]);
-        if (mv == -INFINITY) visible = false;
-        else v += slope * mv;
-      }
-      s[k] = visible ? v : -INFINITY;
-      mx = fmaxf(mx, s[k]);
-    }
-    mx = prefill_group_max(mx, C::threads_per_row);
-    const float m_new = fmaxf(m_run, mx);
-    const float alpha = m_new == -INFINITY ? 1.0f : platform::exp2_fast(m_run - m_new);
-    float sum = 0.0f;
-    TURBO3_UNROLL
-    for (int k = 0; k < kpt; ++k) {
-      const int jj = sm_sub + k * C::threads_per_row;
-      const float p = s[k] == -INFINITY ? 0.0f : platform::exp2_fast(s[k] - m_new);
-      s_s[jj * C::ss + sm_row] = p;
-      sum += p;
-    }
-    sum = prefill_group_sum(sum, C::threads_per_row);
-    l_run = l_run * alpha + sum;
-    m_run = m_new;
-    if (sm_sub == 0) row_s[sm_row] = alpha;
-  };
-
-  // ---- O = O * alpha + P V over the tile in v_tile (n_valid keys); between_chunks as above -------
-  auto pv_tile = [&](const float* v_tile, int n_valid, auto&& between_chunks) {
-    const int r0 = o_y * C::o_rows;
+  // O = O * alpha + P V over the tile at v_tile (n_valid keys), alpha from row_factors. Pipelined:
+  // keys in pairs, reads one key ahead (as in the score loop); a pair may run one key past
+  // n_valid, whose probability and V row are zeros (keys is even). Overlapped: every pair of the
+  // tile (past n_valid, zeros), with between_chunks(u) after each of chunks_per_thread runs.
+  template <class BetweenChunks>
+  TURBO3_DEVICE TURBO3_FORCEINLINE void accumulate_values(float (&o)[C::o_rows][C::o_dims], const float* v_tile,
+                                                          int n_valid, BetweenChunks&& between_chunks) const {
+    const int first_row = out_y * C::o_rows;
     TURBO3_UNROLL
     for (int i = 0; i < C::o_rows; ++i) {
-      const float al = row_s[r0 + i];
+      const float alpha = row_factors[first_row + i];
       TURBO3_UNROLL
-      for (int e = 0; e < C::o_dims; ++e) o[i][e] *= al;
+      for (int e = 0; e < C::o_dims; ++e) o[i][e] *= alpha;
     }
-    const float* pp = s_s + r0;
-    const float* vp = v_tile + o_x * 4;
+    const float* p_rows = scores + first_row;
+    const float* v_dims = v_tile + out_x * 4;
     auto load = [&](int jj, float4(&pv)[C::o_rows / 4], float4(&vv)[C::o_dims / 4]) {
       TURBO3_UNROLL
-      for (int u = 0; u < C::o_rows / 4; ++u) pv[u] = *reinterpret_cast<const float4*>(pp + jj * C::ss + 4 * u);
+      for (int u = 0; u < C::o_rows / 4; ++u) pv[u] = *reinterpret_cast<const float4*>(p_rows + jj * C::ss + 4 * u);
       TURBO3_UNROLL
       for (int u = 0; u < C::o_dims / 4; ++u)
-        vv[u] = *reinterpret_cast<const float4*>(vp + jj * C::qs + u * C::o_tx * 4);
+        vv[u] = *reinterpret_cast<const float4*>(v_dims + jj * C::qs + u * C::o_tx * 4);
     };
     auto fma = [&](const float4(&pv)[C::o_rows / 4], const float4(&vv)[C::o_dims / 4]) {
       const float* pf = reinterpret_cast<const float*>(pv);
@@ -538,9 +564,6 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
           o[i][4 * u + 3] = fmaf(pf[i], vv[u].w, o[i][4 * u + 3]);
         }
     };
-    // Pipelined: keys in pairs, reads one key ahead (as in the score loop). A pair may run one
-    // key past n_valid: that key's probability and V row are zeros (keys is even). Overlapped:
-    // every pair of the tile (past n_valid, zeros), in chunks_per_thread runs.
     static_assert(C::keys % 2 == 0, "keys per tile");
     float4 pa[C::o_rows / 4], va[C::o_dims / 4];
     if constexpr (C::overlapped) {
@@ -576,8 +599,64 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
         fma(pa, va);
       }
     }
-  };
+  }
 
+  // The output rows, each times its final factor in row_factors, into out [rows][qs].
+  TURBO3_DEVICE TURBO3_FORCEINLINE void write_rows(const float (&o)[C::o_rows][C::o_dims], float* out) const {
+    const int first_row = out_y * C::o_rows;
+    TURBO3_UNROLL
+    for (int i = 0; i < C::o_rows; ++i) {
+      const float f = row_factors[first_row + i];
+      TURBO3_UNROLL
+      for (int u = 0; u < C::o_dims / 4; ++u)
+        *reinterpret_cast<float4*>(out + (first_row + i) * C::qs + (out_x + u * C::o_tx) * 4) =
+            make_float4(o[i][4 * u] * f, o[i][4 * u + 1] * f, o[i][4 * u + 2] * f, o[i][4 * u + 3] * f);
+    }
+  }
+};
+
+template <int D, class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE tile_products<D, C> tile_products_of(float* q_s, float* s_s, float* row_s, int tid) {
+  tile_products<D, C> p;
+  p.q_s = q_s;
+  p.scores = s_s;
+  p.row_factors = row_s;
+  tile_grid_pos<C::s_tx, C::s_ty>(tid, p.score_x, p.score_y);
+  tile_grid_pos<C::o_tx, C::o_ty>(tid, p.out_x, p.out_y);
+  return p;
+}
+
+// ---- the kernel ----------------------------------------------------------------------------------
+
+template <int D, class KL, class VL, class C>
+TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_kernel(prefill_args a) {
+  static_assert(C::head_dim == D, "config for another head dim");
+  static_assert(KL::type != data_type::turbo3 || D % block_values == 0, "turbo3 K needs D % 128 == 0");
+  static_assert(VL::type != data_type::turbo3 || D % block_values == 0, "turbo3 V needs D % 128 == 0");
+  extern __shared__ float4 tile_smem4[];
+  // Constant pointers, not fields of a struct: their offsets fold into the addresses (through a
+  // struct, the overlapped kernels compute their tile addresses differently).
+  float* const q_s = reinterpret_cast<float*>(tile_smem4);  // [rows][qs]: Q, later the output rows
+  float* const kv_s = q_s + C::q_floats;                     // [keys][qs]: K tile, then V tile (overlapped: K; V after it)
+  float* const s_s = kv_s + C::kv_tiles * C::kv_floats;      // [keys][ss]: scores, then probabilities
+  float* const row_s = s_s + C::s_floats;                    // [rows]: rescale factors
+  const int tid = static_cast<int>(threadIdx.x);
+  const prefill_block block = prefill_block_of(a);
+  const int q_tile = block.q_tile, kv_head = block.kv_head, head_group = block.head_group, seq = block.seq;
+  const turbo3_lut lut = lut_for<KL, VL>(a.lut);
+  int kv_end = prefill_kv_end(a, q_tile);
+  const char* const k_head = a.k + kv_head * a.k_nb2 + seq * a.k_nb3;
+  const char* const v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
+
+  tile_load_q<D, C>(a, q_s, kv_head, head_group, q_tile, seq, tid);
+  tile_softmax_row softmax = tile_softmax_row_of<C>(a, s_s, kv_end, kv_head, head_group, q_tile, seq, tid);
+  const tile_products<D, C> products = tile_products_of<D, C>(q_s, s_s, row_s, tid);
+  float o[C::o_rows][C::o_dims];
+  tile_zero(o);
+
+  const int n_tiles = (kv_end + C::keys - 1) / C::keys;
+  tile_raw<KL, C::chunks_per_thread> k_raw;
+  tile_raw<VL, C::chunks_per_thread> v_raw;
   if constexpr (C::overlapped) {
     // K of tile t + 1 is decoded into k_s while P V of tile t multiplies, V of tile t into v_s while
     // its scores multiply; each tile's raw bytes are loaded a phase before their decode starts.
@@ -592,19 +671,21 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
     platform::sync_threads();
     for (int t = 0; t < n_tiles; ++t) {
       const int j0 = t * C::keys;
-      score_tile(k_s, [&](int u) { tile_store_next<C>(v_raw, v_s, lut, tid, u); });
+      products.compute_scores(k_s, [&](int u) { tile_store_next<C>(v_raw, v_s, lut, tid, u); });
       platform::sync_threads();  // scores in s_s, V in v_s; k_s is free
       const bool has_next = t + 1 < n_tiles;
       const int next_valid = min(C::keys, kv_end - j0 - C::keys);
       if (has_next) tile_load_raw<C>(k_raw, k_head, a.k_nb1, j0 + C::keys, next_valid, tid);
-      softmax_tile(j0);
+      tile_softmax<C>(softmax, a, s_s, row_s, j0);
       platform::sync_threads();
       // After the last tile the decode writes k_s, which nothing reads again.
-      pv_tile(v_s, min(C::keys, kv_end - j0), [&](int u) { tile_store_next<C>(k_raw, k_s, lut, tid, u); });
+      products.accumulate_values(o, v_s, min(C::keys, kv_end - j0),
+                                 [&](int u) { tile_store_next<C>(k_raw, k_s, lut, tid, u); });
       if (has_next) tile_load_raw<C>(v_raw, v_head, a.v_nb1, j0 + C::keys, next_valid, tid);
-      platform::sync_threads();  // the next K in k_s; v_s and s_s are free
+      platform::sync_threads();  // the next K in k_s; v_s and the score tile are free
     }
   } else {
+    auto no_hook = [](int) {};
     if (n_tiles > 0) tile_load_raw<C>(k_raw, k_head, a.k_nb1, 0, min(C::keys, kv_end), tid);
     for (int t = 0; t < n_tiles; ++t) {
       const int j0 = t * C::keys;
@@ -612,37 +693,25 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
       tile_store<C>(k_raw, kv_s, n_valid, lut, tid);
       tile_load_raw<C>(v_raw, v_head, a.v_nb1, j0, n_valid, tid);
       platform::sync_threads();
-      score_tile(kv_s, no_hook);
+      products.compute_scores(kv_s, no_hook);
       platform::sync_threads();
       // V replaces K in the shared tile; the next K tile's loads are issued before the softmax.
       tile_store<C>(v_raw, kv_s, n_valid, lut, tid);
       if (t + 1 < n_tiles) tile_load_raw<C>(k_raw, k_head, a.k_nb1, j0 + C::keys, min(C::keys, kv_end - j0 - C::keys), tid);
-      softmax_tile(j0);
+      tile_softmax<C>(softmax, a, s_s, row_s, j0);
       platform::sync_threads();
-      pv_tile(kv_s, n_valid, no_hook);
+      products.accumulate_values(o, kv_s, n_valid, no_hook);
       platform::sync_threads();  // the K/V and score tiles are rewritten by the next tile
     }
   }
 
-  // ---- epilogue: sink, normalization, un-rotation, store ------------------------------------------
-  if (sm_sub == 0) row_s[sm_row] = prefill_row_factor(a, srow, m_run, l_run);
+  // Sink and normalization per row; the output rows go through q_s, where they are un-rotated.
+  if (softmax.first_key == 0)
+    row_s[softmax.row] = prefill_row_factor(a, softmax.info, softmax.running_max, softmax.running_sum);
   platform::sync_threads();
-  {
-    const int r0 = o_y * C::o_rows;
-    TURBO3_UNROLL
-    for (int i = 0; i < C::o_rows; ++i) {
-      const float f = row_s[r0 + i];
-      TURBO3_UNROLL
-      for (int u = 0; u < C::o_dims / 4; ++u)
-        *reinterpret_cast<float4*>(q_s + (r0 + i) * C::qs + (o_x + u * C::o_tx) * 4) =
-            make_float4(o[i][4 * u] * f, o[i][4 * u + 1] * f, o[i][4 * u + 2] * f, o[i][4 * u + 3] * f);
-    }
-  }
+  products.write_rows(o, q_s);
   platform::sync_threads();
-  if constexpr (D % block_values == 0) {
-    if (a.unrotate_out) tile_rotate<true, D, C>(q_s, tid);
-  }
-  prefill_store_out<D, C::rows, C::threads>(a, q_s, C::qs, kv_head, head_group, q_tile, seq, tid);
+  tile_store_out<D, C>(a, q_s, kv_head, head_group, q_tile, seq, tid);
 }
 
 // ---- host side: support, dispatch ------------------------------------------------------------------
