@@ -20,8 +20,6 @@ namespace types_test {
 using namespace turbo3;
 using turbo3_test::attention_case;
 using turbo3_test::attention_problem;
-
-constexpr double nmse_limit = 1e-5;
 constexpr data_type all_types[5] = {data_type::f16, data_type::turbo3, data_type::turbo4, data_type::turbo2,
                                     data_type::q8_0};
 
@@ -52,9 +50,7 @@ void run_route(attention_problem& prob, const std::vector<uint8_t>& want, int k,
   REQUIRE(flash_attention(p, pool, nullptr, opt) == status::ok);
   TURBO3_CHECK_HIP(hipDeviceSynchronize());
   const double e = prob.compare_with(want);
-  g_types.pairs[{k, v}].record(e, name);
-  INFO("NMSE " << e);
-  CHECK(e <= nmse_limit);
+  turbo3_test::check_nmse(g_types.pairs[{k, v}], e, name);
 }
 
 }  // namespace types_test
