@@ -1,14 +1,20 @@
-// write_rows: quantize f32/f16 rows into a turbo3 cache, or copy them into an f16 cache, on the
-// device. Byte-exact with ref::quantize_row: the reductions the format defines as sequential run
-// sequentially, and every multiply and add is rounded on its own (no FMA contraction); a norm past
-// the largest finite fp16 value is stored as 65504 by both (clamp_to_fp16_range).
+// write_rows: quantize f32/f16 rows into a turbo3, turbo4, turbo2 or q8_0 cache, or copy them into
+// an f16 cache, on the device. Byte-exact with ref::quantize_row: the reductions the format defines
+// as sequential run sequentially, and every multiply and add is rounded on its own (no FMA
+// contraction); a norm or q8_0 scale past the largest finite fp16 value is stored as 65504 by both
+// (clamp_to_fp16_range).
 #pragma once
 
 #include <cstdint>
 #include <type_traits>
 
 #include "turbo3/attention/validate.hpp"
+#include "turbo3/format/block_q8_0.hpp"
+#include "turbo3/format/block_turbo2.hpp"
+#include "turbo3/format/block_turbo4.hpp"
 #include "turbo3/format/codebook.hpp"
+#include "turbo3/format/codebook_turbo2.hpp"
+#include "turbo3/format/codebook_turbo4.hpp"
 #include "turbo3/format/fp16.hpp"
 #include "turbo3/format/rotation.hpp"
 #include "turbo3/platform/device.hpp"
@@ -29,9 +35,10 @@ struct row_source {
   size_t row_stride = 0;
 };
 
-// A cache of n_rows rows (its capacity), f16 or turbo3, row r at data + r * row_stride bytes.
-// A turbo3 row of n_cols values is n_cols/128 consecutive 50-byte blocks (head h's blocks follow
-// head h-1's when a row holds several heads).
+// A cache of n_rows rows (its capacity), f16, turbo3, turbo4, turbo2 or q8_0, row r at data + r *
+// row_stride bytes. A turbo3 row of n_cols values is n_cols/128 consecutive 50-byte blocks (head
+// h's blocks follow head h-1's when a row holds several heads); the other block types likewise
+// (row_bytes).
 struct cache_view {
   void* data = nullptr;
   data_type type = data_type::turbo3;
@@ -54,11 +61,52 @@ TURBO3_DEVICE TURBO3_FORCEINLINE int64_t destination_row(const Index* row_ids, i
   return row_ids ? static_cast<int64_t>(row_ids[r]) : r;
 }
 
-// One work-group of 128 threads quantizes one 128-group at a time (grid-stride over all groups).
-// Only shared memory and barriers: correct for any wave size.
-template <class Index>
+// The index bytes of a block from its 128 indices, by thread t of the work-group (t = 0 writes the
+// norm, and its neighbours here the rest: each thread at most one byte).
+TURBO3_DEVICE TURBO3_FORCEINLINE void store_indices(block_turbo3* out, const uint8_t* index, int t) {
+  if (t >= 1 && t <= block_qs_bytes) {
+    const int k = t - 1;
+    out->qs[k] = static_cast<uint8_t>((index[4 * k] & 3) | ((index[4 * k + 1] & 3) << 2) |
+                                      ((index[4 * k + 2] & 3) << 4) | ((index[4 * k + 3] & 3) << 6));
+  } else if (t > block_qs_bytes && t <= block_qs_bytes + block_sign_bytes) {
+    const int k = t - 1 - block_qs_bytes;
+    uint8_t s = 0;
+    for (int e = 0; e < 8; ++e) s |= static_cast<uint8_t>(((index[8 * k + e] >> 2) & 1) << e);
+    out->signs[k] = s;
+  }
+}
+TURBO3_DEVICE TURBO3_FORCEINLINE void store_indices(block_turbo4* out, const uint8_t* index, int t) {
+  if (t >= 1 && t <= turbo4_qs_bytes) {
+    const int k = t - 1;
+    out->qs[k] = static_cast<uint8_t>((index[2 * k] & 15) | ((index[2 * k + 1] & 15) << 4));
+  } else if (t == turbo4_qs_bytes + 1) {
+    out->reserved = 0;
+  }
+}
+TURBO3_DEVICE TURBO3_FORCEINLINE void store_indices(block_turbo2* out, const uint8_t* index, int t) {
+  if (t >= 1 && t <= turbo2_qs_bytes) {
+    const int k = t - 1;
+    out->qs[k] = static_cast<uint8_t>((index[4 * k] & 3) | ((index[4 * k + 1] & 3) << 2) |
+                                      ((index[4 * k + 2] & 3) << 4) | ((index[4 * k + 3] & 3) << 6));
+  }
+}
+
+// The table a write kernel quantizes with: turbo3's from the argument (the codebook is the
+// caller's), turbo4's and turbo2's their constant tables (immediates, not 31 argument registers,
+// which spill SGPRs on gfx942).
+TURBO3_DEVICE TURBO3_FORCEINLINE codebook_table write_table(const codebook_table& arg) { return arg; }
+TURBO3_DEVICE TURBO3_FORCEINLINE turbo4_codebook_table write_table(const turbo4_codebook_table&) { return turbo4_codebook(); }
+TURBO3_DEVICE TURBO3_FORCEINLINE turbo2_codebook_table write_table(const turbo2_codebook_table&) { return turbo2_codebook(); }
+
+// One work-group of 128 threads quantizes one 128-group at a time (grid-stride over all groups)
+// into a Block (turbo3, turbo4, turbo2) with its Table (levels, thresholds, a quantize_index
+// overload): docs/format.md §3 with the type's table and packing. Only shared memory and barriers:
+// correct for any wave size.
+template <class Block, class Table, class Index>
 TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(write_threads)
-write_turbo3_kernel(row_source src, const Index* row_ids, cache_view dst, codebook_table cb) {
+write_rotated_kernel(row_source src, const Index* row_ids, cache_view dst, Table cb_arg) {
+  const Table cb = write_table(cb_arg);
+  constexpr int n_levels = static_cast<int>(sizeof(cb.level) / sizeof(cb.level[0]));
   __shared__ float value[block_values];
   __shared__ uint8_t index[block_values];
   __shared__ float group_norm, group_inv;
@@ -98,27 +146,58 @@ write_turbo3_kernel(row_source src, const Index* row_ids, cache_view dst, codebo
     index[t] = static_cast<uint8_t>(idx);
     float level = cb.level[0];  // select, not a dynamic index: keeps the table in registers
 TURBO3_UNROLL
-    for (int k = 1; k < 8; ++k) level = (idx == k) ? cb.level[k] : level;
+    for (int k = 1; k < n_levels; ++k) level = (idx == k) ? cb.level[k] : level;
     value[t] = platform::mul_rn(level, level);
     platform::sync_threads();
-    block_turbo3* out = reinterpret_cast<block_turbo3*>(static_cast<char*>(dst.data) + out_row * dst.row_stride) + c;
+    Block* out = reinterpret_cast<Block*>(static_cast<char*>(dst.data) + out_row * dst.row_stride) + c;
     if (t == 0) {  // §3 step 6: norm correction, sequential float32 sum
       float rr = 0.0f;
       for (int i = 0; i < block_values; ++i) rr = platform::add_rn(rr, value[i]);
       const float r2 = platform::sqrt_rn(rr);
       const float n = group_norm;
       out->norm = platform::float_to_half_bits(clamp_to_fp16_range((r2 > 1e-10f) ? platform::div_rn(n, r2) : n));
-    } else if (t <= block_qs_bytes) {
-      const int k = t - 1;
-      out->qs[k] = static_cast<uint8_t>((index[4 * k] & 3) | ((index[4 * k + 1] & 3) << 2) |
-                                        ((index[4 * k + 2] & 3) << 4) | ((index[4 * k + 3] & 3) << 6));
-    } else if (t <= block_qs_bytes + block_sign_bytes) {
-      const int k = t - 1 - block_qs_bytes;
-      uint8_t s = 0;
-      for (int e = 0; e < 8; ++e) s |= static_cast<uint8_t>(((index[8 * k + e] >> 2) & 1) << e);
-      out->signs[k] = s;
+    } else {
+      store_indices(out, index, t);
     }
     platform::sync_threads();  // value[] and index[] are reused by the next group
+  }
+}
+
+// q8_0 (docs/format.md §10): one thread per 32-value block (grid-stride over all blocks), the
+// maximum taken in index order as ref::quantize_block takes it. Blocks are 2-byte aligned: the
+// scale and the values go out as 16-bit stores.
+template <class Index>
+TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(write_threads)
+write_q8_0_kernel(row_source src, const Index* row_ids, cache_view dst) {
+  const int64_t blocks_per_row = src.n_cols / q8_0_block_values;
+  const int64_t n_blocks = src.n_rows * blocks_per_row;
+  for (int64_t b = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; b < n_blocks;
+       b += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = b / blocks_per_row, c = b % blocks_per_row;
+    const int64_t out_row = destination_row(row_ids, r);
+    if (out_row < 0 || out_row >= dst.n_rows) continue;
+    const void* in = static_cast<const char*>(src.data) + r * src.row_stride;
+    float x[q8_0_block_values];
+    float amax = 0.0f;
+TURBO3_UNROLL
+    for (int j = 0; j < q8_0_block_values; ++j) {
+      x[j] = load_value(in, src.type, c * q8_0_block_values + j);
+      const float a = fabsf(x[j]);
+      amax = amax > a ? amax : a;  // ggml's MAX(amax, |x|), NaN handling included
+    }
+    const float d = platform::div_rn(amax, 127.0f);
+    const float id = d != 0.0f ? platform::div_rn(1.0f, d) : 0.0f;
+    uint16_t* out = reinterpret_cast<uint16_t*>(static_cast<char*>(dst.data) + out_row * dst.row_stride +
+                                                c * static_cast<int64_t>(q8_0_block_bytes));
+    out[0] = platform::float_to_half_bits(clamp_to_fp16_range(d));
+    uint32_t byte[2];
+TURBO3_UNROLL
+    for (int j = 0; j < q8_0_block_values; ++j) {
+      const float q = roundf(platform::mul_rn(x[j], id));  // halfway cases away from zero
+      const int8_t v = (q >= -127.0f && q <= 127.0f) ? static_cast<int8_t>(q) : int8_t{0};
+      byte[j & 1] = static_cast<uint8_t>(v);
+      if (j & 1) out[1 + j / 2] = static_cast<uint16_t>(byte[0] | (byte[1] << 8));
+    }
   }
 }
 
@@ -163,10 +242,12 @@ inline status validate_write(const row_source& src, const cache_view& dst) {
   if (!src.data || !dst.data) return status::invalid_argument;
   if (src.n_cols <= 0 || src.n_rows < 0 || dst.n_rows <= 0) return status::invalid_argument;
   if (src.type != data_type::f32 && src.type != data_type::f16) return status::unsupported;
-  if (dst.type != data_type::f16 && dst.type != data_type::turbo3) return status::unsupported;
+  if (dst.type != data_type::f16 && dst.type != data_type::turbo3 && dst.type != data_type::turbo4 &&
+      dst.type != data_type::turbo2 && dst.type != data_type::q8_0)
+    return status::unsupported;
   if (dst.n_cols != src.n_cols) return status::invalid_argument;
-  if (dst.type == data_type::turbo3 && src.n_cols % block_values != 0) return status::invalid_argument;
-  // the kernels count values (f16) and groups (turbo3) of the source in int64
+  if (src.n_cols % values_per_block(dst.type) != 0) return status::invalid_argument;  // whole blocks
+  // the kernels count values (f16) and blocks of the source in int64
   if (src.n_rows > 0 && src.n_cols > INT64_MAX / src.n_rows) return status::invalid_argument;
   if (src.n_cols > INT64_MAX / 4) return status::invalid_argument;  // a row's bytes fit
   const size_t src_elem = element_bytes(src.type);
@@ -188,7 +269,8 @@ inline status validate_write(const row_source& src, const cache_view& dst) {
 // Writes source row r into cache row row_ids[r] (row r when row_ids is null). Index is int32_t
 // or int64_t; row_ids is device memory. Ids outside [0, dst.n_rows) are skipped on the device.
 // Launches one kernel on `stream`; no allocation, no synchronization (graph-capture safe).
-// invalid_argument for what validate_write refuses and for a codebook that names no table.
+// invalid_argument for what validate_write refuses and for a codebook that names no table. cb is
+// turbo3's table; turbo4, turbo2 and q8_0 have one table each and ignore it.
 template <class Index>
 status write_rows(const row_source& src, const Index* row_ids, const cache_view& dst, hipStream_t stream,
                   codebook cb = codebook::lloyd_max) {
@@ -200,10 +282,22 @@ status write_rows(const row_source& src, const Index* row_ids, const cache_view&
   if (src.n_rows == 0) return status::ok;
   const platform::error_scope errors;
   constexpr int64_t max_blocks = 65535;
+  const int64_t groups = src.n_rows * (src.n_cols / block_values);  // the turbo types' 128-groups
+  const unsigned group_grid = static_cast<unsigned>(groups < max_blocks ? groups : max_blocks);
   if (dst.type == data_type::turbo3) {
-    const int64_t groups = src.n_rows * (src.n_cols / block_values);
-    const unsigned grid = static_cast<unsigned>(groups < max_blocks ? groups : max_blocks);
-    detail::write_turbo3_kernel<Index><<<grid, detail::write_threads, 0, stream>>>(src, row_ids, dst, codebook_values(cb));
+    detail::write_rotated_kernel<block_turbo3, codebook_table, Index>
+        <<<group_grid, detail::write_threads, 0, stream>>>(src, row_ids, dst, codebook_values(cb));
+  } else if (dst.type == data_type::turbo4) {
+    detail::write_rotated_kernel<block_turbo4, turbo4_codebook_table, Index>
+        <<<group_grid, detail::write_threads, 0, stream>>>(src, row_ids, dst, turbo4_codebook());
+  } else if (dst.type == data_type::turbo2) {
+    detail::write_rotated_kernel<block_turbo2, turbo2_codebook_table, Index>
+        <<<group_grid, detail::write_threads, 0, stream>>>(src, row_ids, dst, turbo2_codebook());
+  } else if (dst.type == data_type::q8_0) {
+    const int64_t blocks = (src.n_rows * (src.n_cols / q8_0_block_values) + detail::write_threads - 1) /
+                           detail::write_threads;
+    const unsigned grid = static_cast<unsigned>(blocks < max_blocks ? blocks : max_blocks);
+    detail::write_q8_0_kernel<Index><<<grid, detail::write_threads, 0, stream>>>(src, row_ids, dst);
   } else {
     const int64_t blocks = (src.n_rows * src.n_cols + 255) / 256;
     const unsigned grid = static_cast<unsigned>(blocks < max_blocks ? blocks : max_blocks);

@@ -25,6 +25,12 @@ TURBO3_VEC(512, T3, F16, 1) TURBO3_VEC(512, T3, F16, 2) TURBO3_VEC(512, T3, F16,
 TURBO3_VEC(512, F16, T3, 1) TURBO3_VEC(512, F16, T3, 2) TURBO3_VEC(512, F16, T3, 4) TURBO3_VEC(512, F16, T3, 8)
 TURBO3_VEC(512, F16, F16, 1) TURBO3_VEC(512, F16, F16, 2) TURBO3_VEC(512, F16, F16, 4) TURBO3_VEC(512, F16, F16, 8)
 template __global__ void vec_combine_kernel<512>(attention_args, int, int, bool);
+// Pairs with a turbo4, turbo2 or q8_0 side: one kernel per head dim and row count, rows 2, 8 and
+// 16 (kv::any_loader, vec_any_rows).
+using ANY = kv::any_loader;
+TURBO3_VEC(128, ANY, ANY, 2) TURBO3_VEC(128, ANY, ANY, 8) TURBO3_VEC(128, ANY, ANY, 16)
+TURBO3_VEC(256, ANY, ANY, 2) TURBO3_VEC(256, ANY, ANY, 8) TURBO3_VEC(256, ANY, ANY, 16)
+TURBO3_VEC(512, ANY, ANY, 2) TURBO3_VEC(512, ANY, ANY, 8)
 #undef TURBO3_VEC
 }  // namespace detail
 }  // namespace turbo3
@@ -38,3 +44,7 @@ template __global__ void vec_combine_kernel<512>(attention_args, int, int, bool)
 // amd-check: vec_kernel<256,?turbo3::kv::turbo3_loader,?turbo3::kv::turbo3_loader,*@gfx1201 max sgpr_spill 0
 // amd-check: vec_kernel<256,?turbo3::kv::turbo3_loader,?turbo3::kv::f16_loader,*@gfx1201 max sgpr_spill 0
 // amd-check: vec_kernel<256,?turbo3::kv::f16_loader,?turbo3::kv::turbo3_loader,*@gfx1201 max sgpr_spill 0
+// Nor do the kernels of pairs with a turbo4, turbo2 or q8_0 side at D <= 256.
+// amd-check: vec_kernel<128,?turbo3::kv::any_loader,*@gfx1201 max vgpr_spill 0
+// amd-check: vec_kernel<256,?turbo3::kv::any_loader,*@gfx1201 max vgpr_spill 0
+// amd-check: vec_kernel<256,?turbo3::kv::any_loader,*@gfx1201 max sgpr_spill 0

@@ -192,10 +192,19 @@ class attention_problem {
   void poison_output() { d_out_->poison(0xff); }  // NaN in f32 and f16
 
   // NMSE of the device output against ref::attention on the same bytes.
-  double compare_with_reference() const {
-    std::vector<uint8_t> got(out_bytes_), want(out_bytes_);
-    d_out_->download(got.data(), got.size());
+  double compare_with_reference() const { return compare_with(reference()); }
+
+  // ref::attention's output bytes (the output type and layout), for several compare_with calls.
+  std::vector<uint8_t> reference() const {
+    std::vector<uint8_t> want(out_bytes_);
     turbo3::ref::attention(host_params(want.data()));
+    return want;
+  }
+
+  // NMSE of the device output against `want` (reference()).
+  double compare_with(const std::vector<uint8_t>& want) const {
+    std::vector<uint8_t> got(out_bytes_);
+    d_out_->download(got.data(), got.size());
     const size_t n = out_bytes_ / (c_.out_type == turbo3::data_type::f16 ? 2 : 4);
     std::vector<float> g(n), w(n);
     for (size_t i = 0; i < n; ++i) {
@@ -257,10 +266,8 @@ class attention_problem {
               const uint16_t b = fp16_from_float(row[i]);
               std::memcpy(dst + 2 * i, &b, 2);
             }
-          } else {
-            std::vector<block_turbo3> blocks(static_cast<size_t>(d / block_values));
-            ref::quantize_row(row.data(), blocks.data(), d);
-            std::memcpy(dst, blocks.data(), blocks.size() * sizeof(block_turbo3));
+          } else {  // the block types: the host quantizer's bytes (turbo3 with the Lloyd-Max table)
+            ref::store_row(x.type, row.data(), dst, d);
           }
         }
   }
