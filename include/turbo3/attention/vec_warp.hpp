@@ -71,13 +71,21 @@ TURBO3_HD constexpr bool vec_warp_head_dim(int d) { return d == 128 || d == 256;
 TURBO3_HD constexpr int vec_row_unit(int64_t k_nb1, int64_t v_nb1) {
   return k_nb1 % 8 == 0 && v_nb1 % 8 == 0 ? 8 : k_nb1 % 4 == 0 && v_nb1 % 4 == 0 ? 4 : 2;
 }
+// The rows of a group staged as one contiguous run (vec_head_row_unit), not row by row.
+inline constexpr int vec_row_span = 1;
 // The same for the heads at k_head and v_head: 16 where both strides are multiples of 16 and both
 // heads' rows start 4-byte aligned (so a row starts at most 12 bytes into its first 16-byte unit),
 // as in an engine's cache of whole-token rows (H heads of 50-byte blocks: a stride of 100 H bytes
-// at D = 256); else vec_row_unit.
-TURBO3_HD inline int vec_head_row_unit(int64_t k_nb1, int64_t v_nb1, const void* k_head, const void* v_head) {
+// at D = 256); vec_row_span where the rows of each head lie back to back (row_bytes apart, a
+// head-major cache) and vec_row_unit would copy 2 bytes at a time (50-byte rows at D = 128):
+// a group's 16 rows are then one run of 16 * row_bytes bytes, copied in 16-byte units; else
+// vec_row_unit.
+TURBO3_HD inline int vec_head_row_unit(int64_t k_nb1, int64_t v_nb1, const void* k_head, const void* v_head,
+                                       int64_t row_bytes) {
   const bool aligned4 = ((reinterpret_cast<uintptr_t>(k_head) | reinterpret_cast<uintptr_t>(v_head)) & 3u) == 0;
-  return k_nb1 % 16 == 0 && v_nb1 % 16 == 0 && aligned4 ? 16 : vec_row_unit(k_nb1, v_nb1);
+  if (k_nb1 % 16 == 0 && v_nb1 % 16 == 0 && aligned4) return 16;
+  const int unit = vec_row_unit(k_nb1, v_nb1);
+  return unit == 2 && k_nb1 == row_bytes && v_nb1 == row_bytes ? vec_row_span : unit;
 }
 
 template <int D, int WARPS = 4>
@@ -115,6 +123,10 @@ struct vec_warp_config {
   // row_units_16 units that cover a row starting up to 12 bytes into its first.
   static constexpr int row_units_16 = (row_bytes + 12 + 15) / 16;
   static_assert(16 * row_units_16 <= pitch, "a row's 16-byte units stay inside its slot");
+  // Span staging (vec_row_span): a group's rows as one run from the 16-byte unit holding its first
+  // byte (up to 15 bytes in), rows row_bytes apart in the slot.
+  static constexpr int span_units = (16 * row_bytes + 15 + 15) / 16;
+  static_assert(16 * span_units <= group * pitch, "a group's run stays inside its tile");
   TURBO3_HD static constexpr int max_row_units(int unit) { return (row_bytes + unit - 2 + unit - 1) / unit; }
   // 2-byte copies (ordinary loads): lanes_per_row_2 lanes per row (as many as its 4-byte units,
   // rounded up to a power of two), each copying every lanes_per_row_2-th half word of it; rows_per_pass_2
@@ -386,10 +398,11 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_decode_early(vec_warp_early_value
     for (int k = 0; k < 4; ++k) kv::turbo3_loader::decode_half2(v_raw[b][k], lut, v_early[b][k]);
 }
 
-// O'^T += A B per column block over the group staged at v_tile (n keys; stale keys carry norm 0).
+// O'^T += A B per column block over the group staged at v_tile, rows ROW_PITCH bytes apart (n keys;
+// stale keys carry norm 0).
 // B: p of row 4 cb + g / 2 at keys t + 4k (from the score lanes that hold them, as fp16 row
 // pairs), placed in half g % 2 by the byte permute place_sel, times the key's norm of block b.
-template <class C, int COL_BLOCKS>
+template <int ROW_PITCH, class C, int COL_BLOCKS>
 TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_accumulate_values(float (&acc)[COL_BLOCKS][C::blocks * 4][4], const float (&p)[4],
                                                                  const kv::turbo3_loader::raw_chunk (&v_raw)[C::blocks][4],
                                                                  const vec_warp_early_values<C>& v_early, const char* v_tile,
@@ -402,7 +415,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_accumulate_values(float (&acc)[CO
   for (int b = 0; b < C::blocks; ++b)
     TURBO3_UNROLL
     for (int k = 0; k < 4; ++k) {
-      const uint32_t bits = vec_warp_value_key(k, t) < n ? L::scale_bits(v_tile + vec_warp_value_key(k, t) * C::pitch, b) : 0u;
+      const uint32_t bits = vec_warp_value_key(k, t) < n ? L::scale_bits(v_tile + vec_warp_value_key(k, t) * ROW_PITCH, b) : 0u;
       norm2[b][k] = bits * 0x10001u;  // (norm, norm) as fp16
     }
   TURBO3_UNROLL
@@ -463,7 +476,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, vec_warp_min_blocks
   const vec_context x = make_vec_context(a, head_splits, true);
   warp_queries<C> queries;
   queries.load(a, x, warp, lane);
-  const int row_unit = vec_head_row_unit(a.k_nb1, a.v_nb1, x.k_head, x.v_head);
+  const int row_unit = vec_head_row_unit(a.k_nb1, a.v_nb1, x.k_head, x.v_head, C::row_bytes);
   // The lookup tables stay kernel arguments: kept in registers (lut_in_registers) the kernel
   // issues 3% fewer instructions and is no faster (docs/performance.md, decode).
   const turbo3_lut& lut = a.lut;
@@ -501,8 +514,9 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, vec_warp_min_blocks
   };
   unsigned char* ring = smem + warp * C::stage_bytes;  // slot k at k * ring_stride
 
-  // Where a row starts inside its first copy unit (the same for every row of a head).
-  const int unit_mask = row_unit == 16 ? 12 : row_unit == 8 ? 6 : row_unit == 4 ? 2 : 0;
+  // Where a row starts inside its first copy unit (the same for every row of a head; with span
+  // staging, where each group's run starts: a group is 16 rows, a multiple of 16 bytes).
+  const int unit_mask = row_unit == 16 ? 12 : row_unit == 8 ? 6 : row_unit == 4 ? 2 : row_unit == vec_row_span ? 15 : 0;
   const int k_shift = static_cast<int>(reinterpret_cast<uintptr_t>(x.k_head) & unit_mask);
   const int v_shift = static_cast<int>(reinterpret_cast<uintptr_t>(x.v_head) & unit_mask);
   // What lane q of a row copies of it (8- and 4-byte copies) is fixed for the whole kernel. Rows
@@ -591,6 +605,20 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, vec_warp_min_blocks
       platform::async_copy_sized<16>(d + 16 * (C::row_units_16 - 1), src + 16 * (C::row_units_16 - 1), cp.last_bytes);
     }
   };
+  // Span staging: rows j0 .. j0 + n - 1 of a head whose rows lie back to back, from the 16-byte
+  // unit holding the first byte (`shift` bytes before it), in 16-byte units over the warp's lanes;
+  // the last unit is read in part and zero-filled.
+  auto copy_span = [&](int slot, const char* head, int shift, int j0, int n) {
+    const char* first = head + static_cast<int64_t>(j0) * C::row_bytes - shift;
+    const int bytes = n * C::row_bytes + shift;
+    const platform::async_destination d = platform::async_destination_of(ring) + slot;
+    TURBO3_UNROLL
+    for (int u0 = 0; u0 < C::span_units; u0 += 32) {
+      const int u = u0 + lane;
+      if (u < C::span_units && 16 * u < bytes)
+        platform::async_copy_sized<16>(d + 16 * u, first + 16 * u, min(16, bytes - 16 * u));
+    }
+  };
   // This warp's group i into the ring slot at byte offset `slot` (that of slot i % stages).
   auto stage = [&](auto unit_c, const auto& plans, int i, int slot) {
     take_chunk(i);
@@ -599,6 +627,9 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, vec_warp_min_blocks
       const int n = min(G, x.kv_end - j0);
       if constexpr (decltype(unit_c)::value == 16) {
         copy_rows16(plans, slot, j0, n);
+      } else if constexpr (decltype(unit_c)::value == vec_row_span) {
+        copy_span(slot, x.k_head, k_shift, j0, n);
+        copy_span(slot + C::tile_bytes, x.v_head, v_shift, j0, n);
       } else {
         copy_rows(unit_c, slot, x.k_head, a.k_nb1, plans.first, j0, n);
         copy_rows(unit_c, slot + C::tile_bytes, x.v_head, a.v_nb1, plans.second, j0, n);
@@ -635,6 +666,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, vec_warp_min_blocks
   auto copy_plans = [&](auto unit_c) {
     if constexpr (decltype(unit_c)::value == 16) {
       return make_copy16_plan();
+    } else if constexpr (decltype(unit_c)::value == vec_row_span) {
+      return 0;  // the run's start is the group's
     } else {
       constexpr int copy_size = decltype(unit_c)::value == 2 ? 4 : decltype(unit_c)::value;  // 2: plans unused
       return std::make_pair(make_copy_plan(std::integral_constant<int, copy_size>{}, k_shift),
@@ -645,6 +678,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, vec_warp_min_blocks
     if (row_unit == 16) f(std::integral_constant<int, 16>{});
     else if (row_unit == 8) f(std::integral_constant<int, 8>{});
     else if (row_unit == 4) f(std::integral_constant<int, 4>{});
+    else if (row_unit == vec_row_span) f(std::integral_constant<int, vec_row_span>{});
     else f(std::integral_constant<int, 2>{});
   };
   // Group 0 goes out before the Q work, so its copies land while Q loads and rotates.
@@ -662,6 +696,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, vec_warp_min_blocks
   // maximum vote short-circuits), so only the steps that compile to the same code are functions.
   auto run_groups = [&](auto unit_c) {
     const auto plans = copy_plans(unit_c);
+    // Staged rows lie row_bytes apart in a run, a slot's pitch apart otherwise.
+    constexpr int row_pitch = decltype(unit_c)::value == vec_row_span ? C::row_bytes : C::pitch;
     // A chunk's packed bits. Rows staged in 16-byte units start 4-byte aligned (their shift is 0,
     // 4, 8 or 12), so the qs words of their odd blocks are aligned: one 32-bit load instead of
     // two 16-bit loads and a multiply-add to join them.
@@ -693,12 +729,12 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, vec_warp_min_blocks
       TURBO3_UNROLL
       for (int b = 0; b < C::blocks; ++b) {
         TURBO3_UNROLL
-        for (int k = 0; k < 4; ++k) v_raw[b][k] = load_chunk(v_tile + value_key(k) * C::pitch, b, g);
+        for (int k = 0; k < 4; ++k) v_raw[b][k] = load_chunk(v_tile + value_key(k) * row_pitch, b, g);
       }
 
       // ---- scores S (16 keys x 8 rows); rows past n hold stale bytes and are masked below --------
-      const char* row_a = k_tile + g * C::pitch;
-      const char* row_b = row_a + 8 * C::pitch;
+      const char* row_a = k_tile + g * row_pitch;
+      const char* row_b = row_a + 8 * row_pitch;
       float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // (key g, row 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1)
       TURBO3_UNROLL
       for (int b = 0; b < C::blocks; ++b) {
@@ -779,7 +815,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, vec_warp_min_blocks
       }
 
       vec_warp_rescale<C>(acc, alpha, update, t);
-      vec_warp_accumulate_values<C>(acc, p, v_raw, v_early, v_tile, n, lut, place_sel, g, t);
+      vec_warp_accumulate_values<row_pitch, C>(acc, p, v_raw, v_early, v_tile, n, lut, place_sel, g, t);
       platform::sync_warp();  // the ring slot is rewritten by a later step
     }
   };
