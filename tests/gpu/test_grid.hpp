@@ -179,6 +179,23 @@ inline case_grid gqa_sequences_grid() {
   return g;
 }
 
+// The grids every prefill route runs through its own kernel choice (TILE and MMA), each from its
+// own random stream (`salt`).
+struct named_grid {
+  const char* name;
+  uint64_t salt;
+  case_grid grid;
+};
+inline std::vector<named_grid> prefill_route_grids() {
+  return {{"the seed's twelve cases (D=256, 16 heads over 4, mask)", 0x7113, seed_grid()},
+          {"D=128 grid (GQA 1/4/12, n_kv 113/512/1024, n_q 3/32/75, options)", 0x7128,
+           options_grid({3, 32, 75}, /*causal_with_mask=*/true)},
+          {"odd lengths (n_q and n_kv in 3..1000), causal and masked", 0x70dd, prefill_odd_lengths_grid()},
+          {"every K/V pair, both codebooks and both rotation modes, D=128/256", 0x7cb,
+           codebook_rotation_grid({128, 256}, 37, 300, /*causal_when_library_rotates=*/true)},
+          {"GQA 16 and GQA 8 at D=256, two sequences, sinks, f16 out", 0x7916, gqa_sequences_grid()}};
+}
+
 // Masks with structure (what ggml passes: -inf past each query's diagonal; a sliding window; some
 // rows hidden entirely; structured_mask_case), each head dim of `dims` x K/V type of `types` (K
 // and V alike) x shape of `shapes`.

@@ -233,24 +233,16 @@ TEST_CASE("fragment: one 16x16x16 multiply (B from its transpose and from its ro
   CHECK(bad == 0);
 }
 
-TEST_CASE("MMA: the seed's twelve cases (D=256, 16 heads over 4, mask)", "[mma]") {
-  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7113);
-  run_grid(turbo3_test::seed_grid(), rng);
+TEST_CASE("MMA: the prefill route grids (seed, D=128 options, odd lengths, K/V pairs, GQA)", "[mma]") {
+  for (const turbo3_test::named_grid& g : turbo3_test::prefill_route_grids()) {
+    INFO(g.name);
+    std::mt19937_64 rng(turbo3_test::run_seed() ^ g.salt);
+    run_grid(g.grid, rng);
+  }
 }
 
-TEST_CASE("MMA: D=128 grid (GQA 1/4/12, n_kv 113/512/1024, n_q 3/32/75, options)", "[mma]") {
-  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7128);
-  run_grid(turbo3_test::options_grid({3, 32, 75}, /*causal_with_mask=*/true), rng);
-}
-
-TEST_CASE("MMA: odd lengths (n_q and n_kv in 3..1000), causal and masked", "[mma]") {
-  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x70dd);
-  run_grid(turbo3_test::prefill_odd_lengths_grid(), rng);
-}
-
-TEST_CASE("MMA: every K/V pair, both codebooks and both rotation modes, D=128/256; D=64 unsupported", "[mma]") {
+TEST_CASE("MMA: D=64 unsupported", "[mma]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7cb);
-  run_grid(turbo3_test::codebook_rotation_grid({128, 256}, 37, 300, /*causal_when_library_rotates=*/true), rng);
   // D = 64 is not an MMA head dim: unsupported, nothing launched, output untouched.
   attention_case c;
   c.head_dim = 64;
@@ -262,11 +254,6 @@ TEST_CASE("MMA: every K/V pair, both codebooks and both rotation modes, D=128/25
   attention_problem prob(c, rng);
   arena_allocator none;
   CHECK(flash_attention(prob.device_params(), none, nullptr, forced(kernel_choice::mma)) == status::unsupported);
-}
-
-TEST_CASE("MMA: GQA 16 and GQA 8 at D=256, two sequences, sinks, f16 out", "[mma]") {
-  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7916);
-  run_grid(turbo3_test::gqa_sequences_grid(), rng);
 }
 
 // Structured masks: the kernel reads each row's visible end from the mask and never loads the key

@@ -49,30 +49,17 @@ void run_grid(const turbo3_test::case_grid& grid, std::mt19937_64& rng) {
 
 }  // namespace
 
-TEST_CASE("TILE: the seed's twelve cases (D=256, 16 heads over 4, mask)", "[tile]") {
-  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7113);
-  run_grid(turbo3_test::seed_grid(), rng);
+TEST_CASE("TILE: the prefill route grids (seed, D=128 options, odd lengths, K/V pairs, GQA)", "[tile]") {
+  for (const turbo3_test::named_grid& g : turbo3_test::prefill_route_grids()) {
+    INFO(g.name);
+    std::mt19937_64 rng(turbo3_test::run_seed() ^ g.salt);
+    run_grid(g.grid, rng);
+  }
 }
 
-TEST_CASE("TILE: D=128 grid (GQA 1/4/12, n_kv 113/512/1024, n_q 3/32/75, options)", "[tile]") {
-  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7128);
-  run_grid(turbo3_test::options_grid({3, 32, 75}, /*causal_with_mask=*/true), rng);
-}
-
-TEST_CASE("TILE: odd lengths (n_q and n_kv in 3..1000), causal and masked", "[tile]") {
-  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x70dd);
-  run_grid(turbo3_test::prefill_odd_lengths_grid(), rng);
-}
-
-TEST_CASE("TILE: every K/V pair, both codebooks and both rotation modes, D=128/256, f16 D=64", "[tile]") {
-  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7cb);
-  run_grid(turbo3_test::codebook_rotation_grid({128, 256}, 37, 300, /*causal_when_library_rotates=*/true), rng);
+TEST_CASE("TILE: f16 at D=64", "[tile]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7c64);
   run_grid(turbo3_test::f16_d64_grid(), rng);
-}
-
-TEST_CASE("TILE: GQA 16 and GQA 8 at D=256, two sequences, sinks, f16 out", "[tile]") {
-  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7916);
-  run_grid(turbo3_test::gqa_sequences_grid(), rng);
 }
 
 // Structured masks: TILE reads each row's visible end from the mask and never loads the key tiles

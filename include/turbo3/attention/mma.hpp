@@ -1170,13 +1170,353 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void mma_accumulate_values(platform::frag_acc (
     }
 }
 
+// ---- the online softmax in the warp's scratch (where accumulators are not A operands: AMD) -------
+
+// One row's online softmax (base 2), kept alike by the lanes_per_row lanes of a warp that serve the
+// row: a lane takes keys first_key, first_key + lanes_per_row, ... of every tile. Every kernel
+// takes key_end from it (the keys a warp may see); the rest serves the scratch softmax.
+struct mma_softmax_row {
+  int row;                     // the row in its warp's 16 rows
+  int first_key;
+  int group_row;               // the row in the work-group's rows
+  prefill_row info;            // the row's query and head (query < 0: a padding row)
+  int key_end;                 // keys [0, key_end) may be visible to the row
+  const platform::half* mask;  // the row's mask row, null without a mask
+  float slope;                 // the mask's ALiBi slope, times log2 e
+  float running_max, running_sum;
+};
+
+// The softmax row that lane `lane` of warp `warp` serves. row_window_end(row, r): the keys row r
+// (prefill_row row) may see.
+template <class C, class RowWindowEnd>
+TURBO3_DEVICE TURBO3_FORCEINLINE mma_softmax_row mma_softmax_row_of(const prefill_args& a, int warp, int lane,
+                                                                    int kv_head, int head_group, int q_tile, int seq,
+                                                                    RowWindowEnd row_window_end) {
+  mma_softmax_row r;
+  r.row = lane / C::lanes_per_row;
+  r.first_key = lane % C::lanes_per_row;
+  r.group_row = warp * 16 + r.row;
+  r.info = prefill_row_of(a, r.group_row, kv_head, head_group, q_tile);
+  r.key_end = 0;
+  r.mask = nullptr;
+  r.slope = 0.0f;
+  if (r.info.query >= 0) {
+    r.key_end = row_window_end(r.info, r.group_row);
+    if (a.mask) {
+      r.mask = mask_row_of(a, r.info, seq);
+      r.slope = platform::exp2_fast(alibi_slope_log2(a.max_bias, r.info.head, a.n_head)) * log2e;
+    }
+  }
+  r.running_max = -INFINITY;
+  r.running_sum = 0.0f;
+  return r;
+}
+
+// A warp's share of the shared memory the scratch softmax runs through. The steps take it by value:
+// through a reference, the D = 256 kernels spill VGPRs on RDNA.
+struct mma_scratch {
+  float* scores;            // [16][lds]: the warp's scores
+  uint16_t* probabilities;  // [16][ldp]: the warp's f16 probabilities
+  float* row_factors;       // [rows]: the work-group's rescale factors of O
+  int warp;
+};
+
+// The online softmax of one tile's scores s_acc (the warp's 16 rows x keys from key j0) through the
+// warp's scratch: S goes to the score rows, each row's lanes run softcap, window and mask and write
+// P as f16, and the row's rescale factor of O goes to row_factors.
+template <class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_scratch_softmax(mma_softmax_row& r, const prefill_args& a,
+                                                          const platform::frag_acc (&s_acc)[C::n_tiles_k],
+                                                          mma_scratch scratch, int j0) {
+  using platform::frag_acc;
+  TURBO3_UNROLL
+  for (int n = 0; n < C::n_tiles_k; ++n)
+    TURBO3_UNROLL
+    for (int i = 0; i < frag_acc::elements; ++i)
+      scratch.scores[platform::frag_acc_row(i) * C::lds + n * 16 + platform::frag_acc_col(i)] = s_acc[n].x[i];
+  platform::sync_warp();
+  // Two passes over the lane's own scores in the scratch (no register array: the output
+  // accumulators keep the registers): first softcap, window, mask and the maximum, written back;
+  // then the probabilities.
+  float* const s_row = scratch.scores + r.row * C::lds;
+  // The mask from a per-tile base: the keys' offsets fold into the loads (per-key pointers hoisted
+  // out of the loop would hold 2 registers each across it).
+  const platform::half* const mask_tile = r.mask ? r.mask + j0 + r.first_key : nullptr;
+  float tile_max = -INFINITY;
+  TURBO3_UNROLL
+  for (int k = 0; k < C::keys_per_lane; ++k) {
+    const int jj = r.first_key + k * C::lanes_per_row, j = j0 + jj;
+    float v = s_row[jj];
+    if (a.softcap_post != 0.0f) v = a.softcap_post * platform::tanh_fast(v);
+    bool visible = j < r.key_end;
+    if (visible && mask_tile) {
+      const float mv = platform::half_to_float(mask_tile[k * C::lanes_per_row]);
+      if (mv == -INFINITY) visible = false;
+      else v += r.slope * mv;
+    }
+    v = visible ? v : -INFINITY;
+    s_row[jj] = v;
+    tile_max = fmaxf(tile_max, v);
+  }
+  tile_max = prefill_group_max(tile_max, C::lanes_per_row);
+  const float m_new = fmaxf(r.running_max, tile_max);
+  const float alpha = m_new == -INFINITY ? 1.0f : platform::exp2_fast(r.running_max - m_new);
+  float sum = 0.0f;
+  TURBO3_UNROLL
+  for (int k = 0; k < C::keys_per_lane; ++k) {
+    const int jj = r.first_key + k * C::lanes_per_row;
+    const float v = s_row[jj];
+    const float p = v == -INFINITY ? 0.0f : platform::exp2_fast(v - m_new);
+    scratch.probabilities[r.row * C::ldp + jj] = platform::float_to_half_bits(p);
+    sum += p;
+  }
+  sum = prefill_group_sum(sum, C::lanes_per_row);
+  r.running_sum = r.running_sum * alpha + sum;
+  r.running_max = m_new;
+  if (r.first_key == 0) scratch.row_factors[r.group_row] = alpha;
+  platform::sync_warp();
+}
+
+// O = O * alpha + P V with alpha from the row factors and P from the warp's scratch.
+template <class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_scratch_accumulate_values(platform::frag_acc (&o_acc)[C::n_tiles_d],
+                                                                    mma_scratch scratch, const uint16_t* v_tile) {
+  using platform::frag_acc;
+  float alpha[frag_acc::elements];
+  TURBO3_UNROLL
+  for (int i = 0; i < frag_acc::elements; ++i)
+    alpha[i] = scratch.row_factors[scratch.warp * 16 + platform::frag_acc_row(i)];
+  TURBO3_UNROLL
+  for (int n = 0; n < C::n_tiles_d; ++n)
+    TURBO3_UNROLL
+    for (int i = 0; i < frag_acc::elements; ++i) o_acc[n].x[i] *= alpha[i];
+  // P fragments loaded once (keys / 16 of them), then every 16-dimension slice of O.
+  platform::frag_a pa[C::n_tiles_k];
+  TURBO3_UNROLL
+  for (int ks = 0; ks < C::n_tiles_k; ++ks) platform::frag_load_a(pa[ks], scratch.probabilities + ks * 16, C::ldp);
+  TURBO3_UNROLL
+  for (int n = 0; n < C::n_tiles_d; ++n) {
+    TURBO3_UNROLL
+    for (int ks = 0; ks < C::n_tiles_k; ++ks) {
+      platform::frag_b vb;
+      mma_load_v<C>(vb, v_tile, n, ks);
+      platform::frag_mma(o_acc[n], pa[ks], vb);
+    }
+    platform::schedule_barrier();  // AMD: one slice's loads at a time (else they all hoist and spill)
+  }
+}
+
+// ---- the K/V tiles of a work-group ----------------------------------------------------------------
+
+// How the work-group's key tiles [begin, end) reach the f16 K/V buffers, and the barriers around
+// each: staged turbo3 tiles (mma_stage_copy: the raw bytes of the tiles ahead are in flight while
+// the current one is decoded and multiplied, so the decode reads shared memory, not the cache; any
+// row alignment works, each row sitting (its address & 15) bytes into its slot), the next tile's
+// bytes prefetched into registers, or each tile loaded and decoded from the cache when it opens.
+// Double buffered, warps fill the next tile's buffer around their multiplies of the current one.
+template <class KL, class VL, class C>
+struct mma_kv_tiles {
+  static constexpr bool staged = C::staged && KL::type == data_type::turbo3 && VL::type == data_type::turbo3;
+  static_assert(!staged || platform::frag_acc_is_a, "the stages live in the score scratch");
+  const prefill_args& a;
+  const turbo3_lut& lut;
+  const char* k_head;
+  const char* v_head;
+  int kv_end, begin, end;
+  const int& tid;          // the kernel's (as a copy, gfx942 spills two SGPRs at D = 256)
+  uint16_t* k16;           // [buffers][keys][ldk]
+  uint16_t* v16;           // [buffers] V [keys][ldv] or V^T [D][ldv]
+  unsigned char* stages;   // staged: two stages of raw K and V rows, in the score scratch
+  // Where a row of the tile starting at key j0 begins in its stage slot (mma_stage_copy): the low
+  // four bits of its address in the cache.
+  uint32_t k_low, v_low, k_step, v_step;
+  bool fill_late;  // double buffered: this warp fills the next buffer after its multiplies
+
+  // Warp `warp`'s view of the key tiles `tiles` in the buffers at k16 and v16 (staged: through the
+  // stages).
+  TURBO3_DEVICE TURBO3_FORCEINLINE mma_kv_tiles(const prefill_args& a, const turbo3_lut& lut, const char* k_head,
+                                                const char* v_head, int kv_end, key_tile_range tiles, uint16_t* k16,
+                                                uint16_t* v16, unsigned char* stages, int warp, const int& tid)
+      : a(a),
+        lut(lut),
+        k_head(k_head),
+        v_head(v_head),
+        kv_end(kv_end),
+        begin(tiles.begin),
+        end(tiles.end),
+        tid(tid),
+        k16(k16),
+        v16(v16),
+        stages(stages),
+        k_low(static_cast<uint32_t>(reinterpret_cast<uintptr_t>(k_head))),
+        v_low(static_cast<uint32_t>(reinterpret_cast<uintptr_t>(v_head))),
+        k_step(static_cast<uint32_t>(a.k_nb1)),
+        v_step(static_cast<uint32_t>(a.v_nb1)),
+        fill_late(C::double_buffer && warp >= C::warps / 2) {}  // warps w and w + warps / 2 share a scheduler
+
+  // Buffer b of the K and V tiles (one buffer without double buffering).
+  TURBO3_DEVICE TURBO3_FORCEINLINE uint16_t* k_tile(int b) const { return k16 + b * (C::keys * C::ldk); }
+  TURBO3_DEVICE TURBO3_FORCEINLINE uint16_t* v_tile(int b) const { return v16 + b * (C::v_bytes / 2); }
+
+  // The raw rows of tile t into its stage: one commit group per tile, empty past the last.
+  TURBO3_DEVICE TURBO3_FORCEINLINE void issue_stage(int t) const {
+    if (t < end)
+      mma_stage_copy<C>(platform::async_destination_of(stages + (t % 2) * C::raw_stage_bytes), a, k_head, v_head,
+                        t * C::keys, min(C::keys, kv_end - t * C::keys), tid);
+    platform::async_commit();
+  }
+
+  // Tile t into buffer b: decoded from its stage, or loaded (and decoded) from the cache.
+  TURBO3_DEVICE TURBO3_FORCEINLINE void fill(int t, int b) const {
+    const int j0 = t * C::keys;
+    const int n_valid = min(C::keys, kv_end - j0);
+    if (staged) {
+      const char* const st = reinterpret_cast<const char*>(stages + (t % 2) * C::raw_stage_bytes);
+      const uint32_t k0 = k_low + static_cast<uint32_t>(j0) * k_step, v0 = v_low + static_cast<uint32_t>(j0) * v_step;
+      mma_load_store_tile<KL, VL, C>(
+          a, lut, [&](int i) { return st + i * C::raw_pitch + ((k0 + static_cast<uint32_t>(i) * k_step) & 15u); },
+          [&](int i) { return st + C::raw_tile_bytes + i * C::raw_pitch + ((v0 + static_cast<uint32_t>(i) * v_step) & 15u); },
+          n_valid, k_tile(b), v_tile(b), tid);
+    } else {
+      mma_load_store_tile<KL, VL, C>(
+          a, lut, [&](int i) { return k_head + static_cast<int64_t>(j0 + i) * a.k_nb1; },
+          [&](int i) { return v_head + static_cast<int64_t>(j0 + i) * a.v_nb1; }, n_valid, k_tile(b), v_tile(b), tid);
+    }
+  }
+
+  // Before the first tile. Double buffered: tile `begin` into its buffer; staged: its stage and the
+  // next in flight (double buffered: and the one after, once the first stage is decoded); register
+  // prefetch: the first tile's bytes in flight.
+  TURBO3_DEVICE TURBO3_FORCEINLINE void start(mma_tile_raw<KL, VL, C>& raw) const {
+    if constexpr (C::double_buffer) {
+      if (staged) {
+        issue_stage(begin);
+        issue_stage(begin + 1);
+        platform::async_wait<1>();
+      }
+      platform::sync_threads();
+      if (begin < end) fill(begin, begin & 1);
+      if (staged) platform::async_wait<0>();
+      platform::sync_threads();
+      if (staged) issue_stage(begin + 2);
+    } else if (staged) {
+      issue_stage(begin);
+      issue_stage(begin + 1);
+    } else if constexpr (C::prefetch) {
+      if (begin < end)
+        mma_load_tile<KL, VL, C>(raw, a, k_head, v_head, begin * C::keys, min(C::keys, kv_end - begin * C::keys), tid);
+    }
+  }
+
+  // Makes tile t readable by every warp; returns its buffer.
+  TURBO3_DEVICE TURBO3_FORCEINLINE int open(int t, mma_tile_raw<KL, VL, C>& raw) const {
+    if constexpr (C::double_buffer) {
+      const int buf = t & 1;
+      // The buffer every warp finished with last tile. Half the warps fill it before their
+      // multiplies, half after (fill_late), so each scheduler has a warp unpacking beside one
+      // multiplying instead of all warps unpacking at once after the barrier.
+      if (!fill_late && t + 1 < end) fill(t + 1, buf ^ 1);
+      return buf;
+    } else if (staged) {
+      platform::async_wait<1>();  // this thread's copies of tile t are done (t + 1 may be in flight)
+      platform::sync_threads();   // everyone's; and every warp is done with tile t - 1
+      fill(t, 0);
+      platform::sync_threads();  // the tile is decoded and its stage free
+      issue_stage(t + 2);
+    } else {
+      if constexpr (C::prefetch) {
+        const int j0 = t * C::keys;
+        mma_store_tile<KL, VL, C>(raw, lut, k16, v16, tid);
+        if (t + 1 < end)
+          mma_load_tile<KL, VL, C>(raw, a, k_head, v_head, j0 + C::keys, min(C::keys, kv_end - j0 - C::keys), tid);
+      } else {
+        fill(t, 0);
+      }
+      platform::sync_threads();
+    }
+    return 0;
+  }
+
+  // After this warp's multiplies of tile t (in buffer buf). The K/V tiles and the warps' scratch
+  // are rewritten by the next tile (staged: after the barrier that opens it). Double buffered: the
+  // next tile's buffer is complete and this one free after this barrier, and so is the stage of
+  // the tile just decoded, which takes the tile after next.
+  TURBO3_DEVICE TURBO3_FORCEINLINE void close(int t) const {
+    if constexpr (C::double_buffer) {
+      if (staged) platform::async_wait<0>();  // tile t + 2, issued a tile ago
+      platform::sync_threads();
+      if (staged) issue_stage(t + 3);
+    } else if (!staged) {
+      platform::sync_threads();
+    }
+  }
+};
+
+// ---- the epilogue --------------------------------------------------------------------------------
+
+// Where accumulators are A operands: the final factor (sink, normalization) of each row of this
+// lane's fragments in warp `warp`.
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_lane_factors(const prefill_args& a,
+                                                       const float (&m_lane)[platform::frag_acc_rows],
+                                                       const float (&l_lane)[platform::frag_acc_rows], int warp,
+                                                       int kv_head, int head_group, int q_tile,
+                                                       float (&lane_factor)[platform::frag_acc_rows]) {
+  TURBO3_UNROLL
+  for (int rr = 0; rr < platform::frag_acc_rows; ++rr) {
+    const prefill_row lr = prefill_row_of(a, warp * 16 + platform::frag_acc_row(2 * rr), kv_head, head_group, q_tile);
+    lane_factor[rr] = prefill_row_factor(a, lr, m_lane[rr], platform::frag_row_sum(l_lane[rr]));
+  }
+}
+
+// Where they are not: the rows go through out_s [rows][ldo] (float32, natural dimension order),
+// each times its final factor (with a key split: unnormalized, the row's maximum and sum beside its
+// partial row), and are stored from there, un-rotated when asked.
+template <int D, class VL, class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE void mma_store_out_through_shared(const prefill_args& a, const mma_softmax_row& r,
+                                                                   const platform::frag_acc (&o_acc)[C::n_tiles_d],
+                                                                   float* out_s, float* row_factors, int warp,
+                                                                   int kv_head, int head_group, int q_tile, int seq,
+                                                                   int split, int tid) {
+  using platform::frag_acc;
+  if (a.kv_splits > 1) {
+    if (r.first_key == 0) {
+      row_factors[r.group_row] = 1.0f;
+      if (r.info.query >= 0) {
+        float* const tail = prefill_partial_row(a, D, r.info, seq, split) + D;
+        tail[0] = r.running_max;
+        tail[1] = r.running_sum;
+      }
+    }
+  } else {
+    if (r.first_key == 0) row_factors[r.group_row] = prefill_row_factor(a, r.info, r.running_max, r.running_sum);
+  }
+  platform::sync_threads();  // also: every warp is past its last read of the tiles out_s overlaps
+  float f[frag_acc::elements];
+  int rows[frag_acc::elements];
+  TURBO3_UNROLL
+  for (int i = 0; i < frag_acc::elements; ++i) {
+    rows[i] = warp * 16 + platform::frag_acc_row(i);
+    f[i] = row_factors[rows[i]];
+  }
+  TURBO3_UNROLL
+  for (int n = 0; n < C::n_tiles_d; ++n)
+    TURBO3_UNROLL
+    for (int i = 0; i < frag_acc::elements; ++i) {
+      const int p = n * 16 + platform::frag_acc_col(i);  // V column (V^T row): chunk p / 16, slot p % 16
+      const int d = (p & ~15) + VL::value_of_slot(p & 15);
+      out_s[rows[i] * C::ldo + d] = o_acc[n].x[i] * f[i];
+    }
+  platform::sync_threads();
+  if (a.kv_splits > 1)
+    prefill_store_partial_rows<D, C::rows, C::threads>(a, out_s, C::ldo, kv_head, head_group, q_tile, seq, split, tid);
+  else mma_store_out<D, C>(a, out_s, kv_head, head_group, q_tile, seq, tid);
+}
+
 // ---- the kernel ----------------------------------------------------------------------------------
 
 template <int D, class KL, class VL, class C>
 TURBO3_DEVICE void mma_body(const prefill_args& a) {
-  using platform::frag_a;
   using platform::frag_acc;
-  using platform::frag_b;
   extern __shared__ float4 mma_smem4[];
   unsigned char* const smem = reinterpret_cast<unsigned char*>(mma_smem4);
   uint16_t* const q16 = reinterpret_cast<uint16_t*>(smem);                // [rows][ldq] f16, K slot order
@@ -1212,286 +1552,71 @@ TURBO3_DEVICE void mma_body(const prefill_args& a) {
     return a.mask ? min(window_end(row), mask_visible_end_of(a, mask_end_s, r)) : window_end(row);
   };
 
-  // ---- softmax state: lane serves row sm_row of its warp, keys sm_sub, sm_sub + lanes_per_row, ... -------
-  const int sm_row = lane / C::lanes_per_row, sm_sub = lane % C::lanes_per_row;
-  const int my_row = warp * 16 + sm_row;
-  const prefill_row srow = prefill_row_of(a, my_row, kv_head, head_group, q_tile);
-  int row_end = 0;  // keys [0, row_end) may be visible to this row
-  const platform::half* mask_row = nullptr;
-  float slope = 0.0f;
-  if (srow.query >= 0) {
-    row_end = row_window_end(srow, my_row);
-    if (a.mask) {
-      mask_row = mask_row_of(a, srow, seq);
-      slope = platform::exp2_fast(alibi_slope_log2(a.max_bias, srow.head, a.n_head)) * log2e;
-    }
-  }
-  const int warp_end = warp_max_int(row_end);  // keys any row of this warp may see
-  float m_run = -INFINITY, l_run = 0.0f;
-
-  // Where accumulators are A operands (frag_acc_is_a): the softmax runs on the score fragments, and
-  // each lane keeps the state of the R rows its fragments hold (running maximum; its own share of
-  // the running sum, added across the row's lanes at the end).
+  // ---- softmax state: per row in the scratch; per fragment row where accumulators are A operands --
+  mma_softmax_row softmax = mma_softmax_row_of<C>(a, warp, lane, kv_head, head_group, q_tile, seq, row_window_end);
+  const int warp_end = warp_max_int(softmax.key_end);  // keys any row of this warp may see
+  // Where accumulators are A operands the softmax runs on the score fragments: a lane keeps the state
+  // of the R rows its fragments hold (running maximum; its share of the running sum).
   constexpr int R = platform::frag_acc_rows;
   mma_lane_row lane_rows[R];
   float m_lane[R], l_lane[R];
   mma_init_lane_rows(a, warp, kv_head, head_group, q_tile, seq, row_window_end, lane_rows, m_lane, l_lane);
 
-  float* const s_w = s_all + warp * 16 * C::lds;
-  uint16_t* const p_w = p_all + warp * 16 * C::ldp;
+  const mma_scratch scratch{s_all + warp * 16 * C::lds, p_all + warp * 16 * C::ldp, row_s, warp};
   const uint16_t* const q_w = q16 + warp * 16 * C::ldq;
-
   frag_acc o_acc[C::n_tiles_d];
   TURBO3_UNROLL
   for (int n = 0; n < C::n_tiles_d; ++n) platform::frag_zero(o_acc[n]);
 
-  // This work-group's key tiles: all of them, or its split's run.
+  // ---- the key tiles: this work-group's (all of them, or its split's run) --------------------------
   const key_tile_range tiles = prefill_key_tiles(a, kv_end, C::keys, blk.split);
-  const int t_begin = tiles.begin, t_end = tiles.end;
-  // Staged turbo3 tiles (mma_stage_copy): the raw bytes of the tiles ahead are in flight while
-  // the current one is decoded and multiplied, so the decode reads shared memory, not the cache.
-  // Any row alignment works: each row sits (its address & 15) bytes into its slot.
-  constexpr bool staged = C::staged && KL::type == data_type::turbo3 && VL::type == data_type::turbo3;
-  static_assert(!staged || platform::frag_acc_is_a, "the stages live in the score scratch");
-  unsigned char* const stages = smem + C::off_s;
-  auto issue_stage = [&](int t) {  // one commit group per tile, empty past the last
-    if (t < t_end)
-      mma_stage_copy<C>(platform::async_destination_of(stages + (t % 2) * C::raw_stage_bytes), a, k_head, v_head,
-                        t * C::keys, min(C::keys, kv_end - t * C::keys), tid);
-    platform::async_commit();
-  };
-  // Where a row of the tile starting at key j0 begins in its stage slot (mma_stage_copy): the low
-  // four bits of its address in the cache.
-  const uint32_t k_low = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(k_head));
-  const uint32_t v_low = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(v_head));
-  const uint32_t k_step = static_cast<uint32_t>(a.k_nb1), v_step = static_cast<uint32_t>(a.v_nb1);
-
-  // Buffer b of the K and V tiles (one buffer without double buffering).
-  auto k16_of = [&](int b) { return k16 + b * (C::keys * C::ldk); };
-  auto v16_of = [&](int b) { return v16 + b * (C::v_bytes / 2); };
-  // Tile t into buffer b: decoded from its stage, or loaded (and decoded) from the cache.
-  auto fill = [&](int t, int b) {
+  mma_kv_tiles<KL, VL, C> kv(a, lut, k_head, v_head, kv_end, tiles, k16, v16, smem + C::off_s, warp, tid);
+  [[maybe_unused]] mma_tile_raw<KL, VL, C> raw;  // register prefetch (as a member of kv, the code changes)
+  kv.start(raw);
+  for (int t = tiles.begin; t < tiles.end; ++t) {
     const int j0 = t * C::keys;
-    const int n_valid = min(C::keys, kv_end - j0);
-    if (staged) {
-      const char* const st = reinterpret_cast<const char*>(stages + (t % 2) * C::raw_stage_bytes);
-      const uint32_t k0 = k_low + static_cast<uint32_t>(j0) * k_step, v0 = v_low + static_cast<uint32_t>(j0) * v_step;
-      mma_load_store_tile<KL, VL, C>(
-          a, lut, [&](int i) { return st + i * C::raw_pitch + ((k0 + static_cast<uint32_t>(i) * k_step) & 15u); },
-          [&](int i) { return st + C::raw_tile_bytes + i * C::raw_pitch + ((v0 + static_cast<uint32_t>(i) * v_step) & 15u); },
-          n_valid, k16_of(b), v16_of(b), tid);
-    } else {
-      mma_load_store_tile<KL, VL, C>(
-          a, lut, [&](int i) { return k_head + static_cast<int64_t>(j0 + i) * a.k_nb1; },
-          [&](int i) { return v_head + static_cast<int64_t>(j0 + i) * a.v_nb1; }, n_valid, k16_of(b), v16_of(b), tid);
-    }
-  };
-
-  [[maybe_unused]] mma_tile_raw<KL, VL, C> raw;
-  // Warps w and w + warps / 2 share a scheduler (warps are dealt to the four in turn).
-  [[maybe_unused]] const bool fill_late = C::double_buffer && warp >= C::warps / 2;
-  if constexpr (C::double_buffer) {
-    // Tile 0 into buffer 0 before the loop; stages: tiles 0 and 1 copied, then 2 once stage 0 is free.
-    if (staged) {
-      issue_stage(t_begin);
-      issue_stage(t_begin + 1);
-      platform::async_wait<1>();
-    }
-    platform::sync_threads();
-    if (t_begin < t_end) fill(t_begin, t_begin & 1);
-    if (staged) platform::async_wait<0>();
-    platform::sync_threads();
-    if (staged) issue_stage(t_begin + 2);
-  } else if (staged) {
-    issue_stage(t_begin);
-    issue_stage(t_begin + 1);
-  } else if constexpr (C::prefetch) {
-    if (t_begin < t_end)
-      mma_load_tile<KL, VL, C>(raw, a, k_head, v_head, t_begin * C::keys, min(C::keys, kv_end - t_begin * C::keys), tid);
-  }
-
-  for (int t = t_begin; t < t_end; ++t) {
-    const int j0 = t * C::keys;
-    int buf = 0;
-    if constexpr (C::double_buffer) {
-      buf = t & 1;
-      // The buffer every warp finished with last tile. Half the warps fill it before their
-      // multiplies, half after (fill_late), so each scheduler has a warp unpacking beside one
-      // multiplying instead of all warps unpacking at once after the barrier.
-      if (!fill_late && t + 1 < t_end) fill(t + 1, buf ^ 1);
-    } else if (staged) {
-      platform::async_wait<1>();  // this thread's copies of tile t are done (t + 1 may be in flight)
-      platform::sync_threads();   // everyone's; and every warp is done with tile t - 1
-      fill(t, 0);
-      platform::sync_threads();  // the tile is decoded and its stage free
-      issue_stage(t + 2);
-    } else {
-      if constexpr (C::prefetch) {
-        mma_store_tile<KL, VL, C>(raw, lut, k16, v16, tid);
-        if (t + 1 < t_end)
-          mma_load_tile<KL, VL, C>(raw, a, k_head, v_head, j0 + C::keys, min(C::keys, kv_end - j0 - C::keys), tid);
-      } else {
-        fill(t, 0);
-      }
-      platform::sync_threads();
-    }
-    const uint16_t* const k_tile = k16_of(buf);
-    const uint16_t* const v_tile = v16_of(buf);
-
+    const int buf = kv.open(t, raw);
+    // Before the branch: inside it, the compiler computes the buffer's offset again.
+    const uint16_t* const k_tile = kv.k_tile(buf);
+    const uint16_t* const v_tile = kv.v_tile(buf);
     if (j0 < warp_end) {  // warp-uniform: some row of this warp sees a key of this tile
       frag_acc s_acc[C::n_tiles_k];
       mma_tile_scores<C>(s_acc, q_w, k_tile);
-
       if constexpr (platform::frag_acc_is_a) {
-        // ---- online softmax on the accumulators; P becomes the A operand in registers ------------
-        frag_a pa[C::n_tiles_k];
+        // P becomes the A operand of P V in registers.
+        platform::frag_a pa[C::n_tiles_k];
         mma_fragment_softmax<false>(a, s_acc, lane_rows, m_lane, l_lane, pa, o_acc, j0);
         mma_accumulate_values<C>(o_acc, pa, v_tile);
       } else {
-        TURBO3_UNROLL
-        for (int n = 0; n < C::n_tiles_k; ++n)
-          TURBO3_UNROLL
-          for (int i = 0; i < frag_acc::elements; ++i)
-            s_w[platform::frag_acc_row(i) * C::lds + n * 16 + platform::frag_acc_col(i)] = s_acc[n].x[i];
-        platform::sync_warp();
-
-        // ---- online softmax over the tile, whole rows within the warp ----------------------------
-        {
-          // Two passes over the lane's own scores in the warp's scratch (no register array: the
-          // output accumulators keep the registers): first softcap, window, mask and the maximum,
-          // written back; then the probabilities.
-          float* const s_row = s_w + sm_row * C::lds;
-          // The mask from a per-tile base: the keys' offsets fold into the loads (per-key pointers
-          // hoisted out of the loop would hold 2 registers each across it).
-          const platform::half* const mask_tile = mask_row ? mask_row + j0 + sm_sub : nullptr;
-          float mx = -INFINITY;
-          TURBO3_UNROLL
-          for (int k = 0; k < C::keys_per_lane; ++k) {
-            const int jj = sm_sub + k * C::lanes_per_row, j = j0 + jj;
-            float v = s_row[jj];
-            if (a.softcap_post != 0.0f) v = a.softcap_post * platform::tanh_fast(v);
-            bool visible = j < row_end;
-            if (visible && mask_tile) {
-              const float mv = platform::half_to_float(mask_tile[k * C::lanes_per_row]);
-              if (mv == -INFINITY) visible = false;
-              else v += slope * mv;
-            }
-            v = visible ? v : -INFINITY;
-            s_row[jj] = v;
-            mx = fmaxf(mx, v);
-          }
-          mx = prefill_group_max(mx, C::lanes_per_row);
-          const float m_new = fmaxf(m_run, mx);
-          const float alpha = m_new == -INFINITY ? 1.0f : platform::exp2_fast(m_run - m_new);
-          float sum = 0.0f;
-          TURBO3_UNROLL
-          for (int k = 0; k < C::keys_per_lane; ++k) {
-            const int jj = sm_sub + k * C::lanes_per_row;
-            const float v = s_row[jj];
-            const float p = v == -INFINITY ? 0.0f : platform::exp2_fast(v - m_new);
-            p_w[sm_row * C::ldp + jj] = platform::float_to_half_bits(p);
-            sum += p;
-          }
-          sum = prefill_group_sum(sum, C::lanes_per_row);
-          l_run = l_run * alpha + sum;
-          m_run = m_new;
-          if (sm_sub == 0) row_s[my_row] = alpha;
-        }
-        platform::sync_warp();
-
-        // ---- O = O * alpha + P V -------------------------------------------------------------------
-        {
-          float al[frag_acc::elements];
-          TURBO3_UNROLL
-          for (int i = 0; i < frag_acc::elements; ++i) al[i] = row_s[warp * 16 + platform::frag_acc_row(i)];
-          TURBO3_UNROLL
-          for (int n = 0; n < C::n_tiles_d; ++n)
-            TURBO3_UNROLL
-            for (int i = 0; i < frag_acc::elements; ++i) o_acc[n].x[i] *= al[i];
-          // P fragments loaded once (keys / 16 of them), then every 16-dimension slice of O.
-          frag_a pa[C::n_tiles_k];
-          TURBO3_UNROLL
-          for (int ks = 0; ks < C::n_tiles_k; ++ks) platform::frag_load_a(pa[ks], p_w + ks * 16, C::ldp);
-          TURBO3_UNROLL
-          for (int n = 0; n < C::n_tiles_d; ++n) {
-            TURBO3_UNROLL
-            for (int ks = 0; ks < C::n_tiles_k; ++ks) {
-              frag_b vb;
-              mma_load_v<C>(vb, v_tile, n, ks);
-              platform::frag_mma(o_acc[n], pa[ks], vb);
-            }
-            platform::schedule_barrier();  // AMD: one slice's loads at a time (else they all hoist and spill)
-          }
-        }
+        mma_scratch_softmax<C>(softmax, a, s_acc, scratch, j0);
+        mma_scratch_accumulate_values<C>(o_acc, scratch, v_tile);
       }
     }
+    // The late half of the warps fills the next buffer (open: the early half). Here, not in close,
+    // where the compiler branches on the two tests separately.
     if constexpr (C::double_buffer) {
-      if (fill_late && t + 1 < t_end) fill(t + 1, buf ^ 1);
+      if (kv.fill_late && t + 1 < kv.end) kv.fill(t + 1, buf ^ 1);
     }
-    // The K/V tiles and the warps' scratch are rewritten by the next tile (staged: after the barrier
-    // that opens it). Double buffered: the next tile's buffer is complete and this one free after
-    // this barrier, and so is the stage of the tile just decoded, which takes the tile after next.
-    if constexpr (C::double_buffer) {
-      if (staged) platform::async_wait<0>();  // tile t + 2, issued a tile ago
-      platform::sync_threads();
-      if (staged) issue_stage(t + 3);
-    } else if (!staged) {
-      platform::sync_threads();
-    }
+    kv.close(t);
   }
   platform::async_wait<0>();  // nothing may land in shared memory the epilogue reuses
 
   // ---- epilogue: sink, normalization, natural order, un-rotation, store ---------------------------
-  float lane_factor[R];
   if constexpr (platform::frag_acc_is_a) {
+    // Each warp stores its own rows: no shared memory, no barrier. The stores stay in the body:
+    // behind one more function, the Q load's registers come out in another order.
     if (a.kv_splits > 1) {
       mma_store_partial_fragments<D, VL, C>(a, o_acc, m_lane, l_lane, warp, kv_head, head_group, q_tile, seq, blk.split);
       return;
     }
-    TURBO3_UNROLL
-    for (int rr = 0; rr < R; ++rr) {
-      const prefill_row lr = prefill_row_of(a, warp * 16 + platform::frag_acc_row(2 * rr), kv_head, head_group, q_tile);
-      lane_factor[rr] = prefill_row_factor(a, lr, m_lane[rr], platform::frag_row_sum(l_lane[rr]));
-    }
-    // No shared memory: this warp stores its rows on its own.
+    float lane_factor[R];
+    mma_lane_factors(a, m_lane, l_lane, warp, kv_head, head_group, q_tile, lane_factor);
     if (a.unrotate_out) mma_store_out_fragments<D, VL, C>(a, o_acc, lane_factor, kv_head, head_group, q_tile, seq, tid);
     else mma_store_out_plain_fragments<D, VL, C>(a, o_acc, lane_factor, kv_head, head_group, q_tile, seq, tid);
-    return;
-  } else if (a.kv_splits > 1) {
-    // Unnormalized rows; the row's maximum and sum beside them.
-    if (sm_sub == 0) {
-      row_s[my_row] = 1.0f;
-      if (srow.query >= 0) {
-        float* const tail = prefill_partial_row(a, D, srow, seq, blk.split) + D;
-        tail[0] = m_run;
-        tail[1] = l_run;
-      }
-    }
   } else {
-    if (sm_sub == 0) row_s[my_row] = prefill_row_factor(a, srow, m_run, l_run);
+    mma_store_out_through_shared<D, VL, C>(a, softmax, o_acc, out_s, row_s, warp, kv_head, head_group, q_tile, seq,
+                                           blk.split, tid);
   }
-  platform::sync_threads();  // also: every warp is past its last read of the tiles out_s overlaps
-  {
-    float f[frag_acc::elements];
-    int r[frag_acc::elements];
-    TURBO3_UNROLL
-    for (int i = 0; i < frag_acc::elements; ++i) {
-      r[i] = warp * 16 + platform::frag_acc_row(i);
-      if constexpr (platform::frag_acc_is_a) f[i] = lane_factor[platform::frag_acc_row_slot(i)];
-      else f[i] = row_s[r[i]];
-    }
-    TURBO3_UNROLL
-    for (int n = 0; n < C::n_tiles_d; ++n)
-      TURBO3_UNROLL
-      for (int i = 0; i < frag_acc::elements; ++i) {
-        const int p = n * 16 + platform::frag_acc_col(i);  // V column (V^T row): chunk p / 16, slot p % 16
-        const int d = (p & ~15) + VL::value_of_slot(p & 15);
-        out_s[r[i] * C::ldo + d] = o_acc[n].x[i] * f[i];
-      }
-  }
-  platform::sync_threads();
-  if (a.kv_splits > 1) prefill_store_partial_rows<D, C::rows, C::threads>(a, out_s, C::ldo, kv_head, head_group, q_tile, seq, blk.split, tid);
-  else mma_store_out<D, C>(a, out_s, kv_head, head_group, q_tile, seq, tid);
 }
 
 // Instantiated for every family's configuration in every device pass; only the configuration of
