@@ -29,6 +29,7 @@ struct attention_case {
   turbo3::codebook cb = turbo3::codebook::lloyd_max;
   bool library_rotates = true;
   bool permuted_out = false;  // ggml's out layout [D, n_head, n_q, n_seq]
+  bool kv_head_major = false;  // K/V rows of each head back to back, not an engine's token-major rows
 
   std::string describe() const {
     using turbo3::to_string;
@@ -43,6 +44,7 @@ struct attention_case {
     if (softcap > 0) s += " softcap";
     if (!library_rotates) s += " caller-rotates";
     if (permuted_out) s += " permuted-out";
+    if (kv_head_major) s += " kv-head-major";
     return s;
   }
 };
@@ -115,9 +117,9 @@ class attention_problem {
     const int64_t D = c.head_dim;
     // Q [D, n_q, n_head, n_seq], contiguous.
     q_ = make_tensor(c.q_type, D, c.n_q, c.n_head, c.n_seq, /*token_major=*/false, rng, 1.0f);
-    // K/V: the cache layout of an engine: rows of all KV heads of one token are adjacent.
-    k_ = make_tensor(c.k_type, D, c.n_kv, c.n_head_kv, c.n_seq, true, rng, 1.0f);
-    v_ = make_tensor(c.v_type, D, c.n_kv, c.n_head_kv, c.n_seq, true, rng, 1.0f);
+    // K/V: the cache layout of an engine, rows of all KV heads of one token adjacent; or head-major.
+    k_ = make_tensor(c.k_type, D, c.n_kv, c.n_head_kv, c.n_seq, !c.kv_head_major, rng, 1.0f);
+    v_ = make_tensor(c.v_type, D, c.n_kv, c.n_head_kv, c.n_seq, !c.kv_head_major, rng, 1.0f);
     if (c.mask) {
       const int64_t ne0 = c.n_kv + 5, ne1 = c.n_q + 3;  // padded, as engines pad
       std::vector<uint16_t> m(static_cast<size_t>(ne0 * ne1));
