@@ -748,7 +748,8 @@ struct warp_stager {
   }
   // Span staging: rows j0 .. j0 + n - 1 of a head whose rows lie back to back, from the 16-byte
   // unit holding the first byte (`shift` bytes before it), in 16-byte units over the warp's lanes;
-  // the last unit is read in part and zero-filled.
+  // the last unit in copies of 16, 8, 4 and 2 bytes that end with the span (the span may end the
+  // allocation: a 16-byte copy of a shorter source is a 16-byte read to the memory checker).
   TURBO3_DEVICE TURBO3_FORCEINLINE void copy_span(int slot, const char* head, int shift, int j0, int n) {
     const char* first = head + static_cast<int64_t>(j0) * C::row_bytes - shift;
     const int bytes = n * C::row_bytes + shift;
@@ -756,8 +757,10 @@ struct warp_stager {
     TURBO3_UNROLL
     for (int u0 = 0; u0 < C::span_units; u0 += 32) {
       const int u = u0 + lane;
-      if (u < C::span_units && 16 * u < bytes)
-        platform::async_copy_sized<16>(d + 16 * u, first + 16 * u, min(16, bytes - 16 * u));
+      if (u < C::span_units && 16 * u < bytes) {
+        if (bytes - 16 * u >= 16) platform::async_copy_sized<16>(d + 16 * u, first + 16 * u, 16);
+        else platform::async_copy_head_of16(d + 16 * u, first + 16 * u, bytes - 16 * u);
+      }
     }
   }
 };
