@@ -268,10 +268,13 @@ TURBO3_DEVICE void softmax_tile(const attention_args& a, const vec_context& x, i
     alpha_s[r] = alpha;
   }
   platform::sync_threads();
+  // Padding rows hold no query, so their scores are all -inf: testing r < x.active_rows here as
+  // well would keep one wave-uniform mask per row live across the tile loop, which 16 rows on
+  // wave64 (a mask takes two SGPRs there) do not fit.
   float p[ROWS];
   TURBO3_UNROLL
   for (int r = 0; r < ROWS; ++r) {
-    p[r] = r < x.active_rows && s[r] != -INFINITY ? platform::exp2_fast(s[r] - m_s[r]) : 0.0f;
+    p[r] = s[r] != -INFINITY ? platform::exp2_fast(s[r] - m_s[r]) : 0.0f;
     l_run[r] = l_run[r] * alpha_s[r] + p[r];
   }
   const char* v_row = x.v_head + static_cast<int64_t>(j) * a.v_nb1;
