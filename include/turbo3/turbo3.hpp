@@ -31,5 +31,6 @@
 #if TURBO3_HAS_RUNTIME
 #include "turbo3/memory.hpp"
 #include "turbo3/write.hpp"
+#include "turbo3/rotate.hpp"
 #include "turbo3/attention/launch.hpp"
 #endif

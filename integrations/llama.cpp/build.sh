@@ -84,4 +84,10 @@ if [ "$BASELINE" = 1 ]; then
   cp -a "$FORK_DIR/build/bin" "$FORK_DIR/build/bin-baseline"
 fi
 build ON
+# The profile step's kernel timer, for machines without Nsight Systems (run_engine.sh profile).
+cupti_dir="$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")/.."
+if [ "$BACKEND" = cuda ] && [ -f "$cupti_dir/include/cupti.h" ]; then
+  g++ -std=c++17 -O2 -shared -fPIC -I"$cupti_dir/include" "$HERE/kernel_times.cpp" -L"$cupti_dir/lib64" \
+    -L"$cupti_dir/lib" -lcupti -o "$FORK_DIR/build/bin/libkernel_times.so" && log "kernel timer: libkernel_times.so"
+fi
 log "done: $FORK_DIR/build/bin$([ "$BASELINE" = 1 ] && echo " and $FORK_DIR/build/bin-baseline")"

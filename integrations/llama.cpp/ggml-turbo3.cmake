@@ -3,8 +3,8 @@
 #
 #   turbo3_ggml_glue(<list of the backend's sources> <directory of ggml-cuda's sources>)
 #
-# It appends the glue to the source list and gives the glue and the four patched ggml files
-# (fattn.cu, set-rows.cu, ggml-cuda.cu, which call the hooks, and the glue itself) the include
+# It appends the glue to the source list and gives the glue and the patched ggml files (fattn.cu,
+# set-rows.cu, turbo-wht.cu, ggml-cuda.cu, which call the hooks, and the glue itself) the include
 # directories and the definition GGML_CUDA_TURBO3 they need. No other ggml file changes, so a
 # compiler cache keeps every other object of an unpatched build.
 
@@ -13,7 +13,7 @@ get_filename_component(TURBO3_ROOT_DIR "${CMAKE_CURRENT_LIST_DIR}/../.." ABSOLUT
 
 function(turbo3_ggml_glue sources_var cuda_dir)
     set(glue "${TURBO3_GLUE_DIR}/ggml-turbo3.cu")
-    set(hooked "${cuda_dir}/fattn.cu" "${cuda_dir}/set-rows.cu" "${cuda_dir}/ggml-cuda.cu")
+    set(hooked "${cuda_dir}/fattn.cu" "${cuda_dir}/set-rows.cu" "${cuda_dir}/turbo-wht.cu" "${cuda_dir}/ggml-cuda.cu")
     set_source_files_properties(${glue} ${hooked} PROPERTIES
         INCLUDE_DIRECTORIES "${TURBO3_GLUE_DIR};${TURBO3_ROOT_DIR}/include;${cuda_dir}"
         COMPILE_DEFINITIONS GGML_CUDA_TURBO3)

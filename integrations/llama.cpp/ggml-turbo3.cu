@@ -7,6 +7,8 @@
 //   GGML_TURBO3=turbo3|all|off   which nodes go to the library: those with a turbo3 K or V (the
 //                                default), also f16/f16 ones, or none (ggml's kernels only)
 //   GGML_TURBO3_SET_ROWS=1       the turbo3 cache write through turbo3::write_rows (off by default)
+//   GGML_TURBO3_WHT=0            the fork's TURBO_WHT rotations on its own kernel (by default they run
+//                                on turbo3::rotate_groups, bit-exact with it)
 //   GGML_TURBO3_LOG=1            one line per distinct decision (shape, route or reason)
 // At exit a summary line goes to stderr: nodes served per kernel family, nodes left to ggml per
 // reason, how many of each happened while a CUDA graph was being captured, and the graph captures
@@ -64,6 +66,11 @@ static bool set_rows_enabled() {
     return on;
 }
 
+static bool wht_enabled() {
+    static const bool on = policy() != serve_policy::none && !(getenv("GGML_TURBO3_WHT") && !env_flag("GGML_TURBO3_WHT"));
+    return on;
+}
+
 constexpr int n_routes = 5;  // turbo3::kernel_choice: automatic (unused), vec, tile, materialize, mma
 constexpr int n_refusals = static_cast<int>(refusal::count_);
 
@@ -75,6 +82,7 @@ struct statistics {
     std::atomic<uint64_t> graph_captures{0};
     std::atomic<uint64_t> graph_launches{0};
     std::atomic<uint64_t> set_rows_served{0};
+    std::atomic<uint64_t> wht_served{0};
 
     ~statistics() {
         uint64_t n_served = 0, n_refused = 0;
@@ -101,7 +109,8 @@ struct statistics {
             first = false;
         }
         line += "; " + std::to_string(refused_capturing.load()) + " while capturing); SET_ROWS " +
-                std::to_string(set_rows_served.load()) + " served; CUDA graphs " +
+                std::to_string(set_rows_served.load()) + " served; TURBO_WHT " +
+                std::to_string(wht_served.load()) + " served; CUDA graphs " +
                 std::to_string(graph_captures.load()) + " captured, " + std::to_string(graph_launches.load()) +
                 " launched\n";
         fputs(line.c_str(), stderr);
@@ -315,6 +324,39 @@ bool ggml_cuda_turbo3_set_rows(ggml_backend_cuda_context & ctx, ggml_tensor * ds
         GGML_ABORT("turbo3: write_rows failed (%s)", turbo3::to_string(s));
     }
     g_stats.set_rows_served++;
+    return true;
+}
+
+bool ggml_cuda_turbo3_turbo_wht(ggml_backend_cuda_context & ctx, ggml_tensor * dst) {
+    if (!wht_enabled()) {
+        return false;
+    }
+    const ggml_tensor * src = dst->src[0];
+    const ggml_tensor * channel_scale = dst->src[1];  // the fork's InnerQ factors, or none
+    int32_t direction = 0, group = 0;
+    memcpy(&direction, dst->op_params, sizeof direction);
+    memcpy(&group, reinterpret_cast<const char *>(dst->op_params) + sizeof direction, sizeof group);
+    const bool plain = src->type == GGML_TYPE_F32 && dst->type == GGML_TYPE_F32 && ggml_is_contiguous(src) &&
+                       ggml_is_contiguous(dst) && ggml_nelements(src) == ggml_nelements(dst) &&
+                       group == turbo3::block_values && src->ne[0] % turbo3::block_values == 0 &&
+                       (direction == 0 || direction == 1);
+    const bool scale_ok = !channel_scale || (channel_scale->type == GGML_TYPE_F32 && ggml_is_contiguous(channel_scale) &&
+                                             ggml_nelements(channel_scale) >= turbo3::block_values);
+    if (!plain || !scale_ok) {
+        return false;
+    }
+    const turbo3::status s = turbo3::rotate_groups(
+        static_cast<const float *>(src->data), static_cast<float *>(dst->data),
+        ggml_nelements(src) / turbo3::block_values,
+        direction == 0 ? turbo3::rotation_direction::forward : turbo3::rotation_direction::inverse,
+        channel_scale ? static_cast<const float *>(channel_scale->data) : nullptr, ctx.stream());
+    if (s == turbo3::status::invalid_argument) {
+        return false;  // e.g. src and dst overlapping in part: the fork's kernel takes it
+    }
+    if (s != turbo3::status::ok) {
+        GGML_ABORT("turbo3: rotate_groups failed (%s)", turbo3::to_string(s));
+    }
+    g_stats.wht_served++;
     return true;
 }
 

@@ -16,6 +16,11 @@ bool ggml_cuda_turbo3_serves(int device, const ggml_tensor * dst);
 // it covers).
 bool ggml_cuda_turbo3_set_rows(ggml_backend_cuda_context & ctx, ggml_tensor * dst);
 
+// Runs a TURBO_WHT node (the rotation the fork applies to Q before attention and to the output
+// after it) through turbo3::rotate_groups and returns true, or returns false, having launched
+// nothing (the route is off, or the node's groups are not the format's 128-value groups).
+bool ggml_cuda_turbo3_turbo_wht(ggml_backend_cuda_context & ctx, ggml_tensor * dst);
+
 // CUDA-graph bookkeeping for the exit summary: one call per capture and per graph launch.
 void ggml_cuda_turbo3_note_graph_capture();
 void ggml_cuda_turbo3_note_graph_launch();

@@ -109,8 +109,19 @@ if has profile; then  # where prompt processing spends its time: GPU kernels of 
         sed -n '2,16p' "$OUT/profile-$m-$1-$2_cuda_gpu_kern_sum.csv" 2>/dev/null | cut -d, -f1-3,9 | cut -c1-160
       done
     done | tee "$OUT/profile.txt"
+  elif [ -f "${KERNEL_TIMES_LIB:=$LIB/libkernel_times.so}" ]; then  # CUPTI, through kernel_times.cpp
+    for m in $MODELS; do
+      for run in "base f16" "base turbo3" "lib turbo3"; do
+        set -- $run
+        csv="$OUT/profile-$m-$1-$2.csv"
+        KERNEL_TIMES_OUT="$csv" LD_PRELOAD="$KERNEL_TIMES_LIB" "$1" llama-bench -m "$WORK/$m.gguf" -ngl 99 -fa 1 \
+          -ctk "$2" -ctv "$2" -p 2048 -n 0 -r 1 > /dev/null 2>&1
+        echo "== $m, $1, cache $2: top kernels (total ns, count, avg ns, name)"
+        sed -n '2,16p' "$csv" 2>/dev/null | cut -c1-180
+      done
+    done | tee "$OUT/profile.txt"
   else
-    echo "profile: nsys not found" | tee "$OUT/profile.txt"
+    echo "profile: neither nsys nor $KERNEL_TIMES_LIB found" | tee "$OUT/profile.txt"
   fi
 fi
 

@@ -1,6 +1,7 @@
-// AMD ISA compile check of the device quantizer (write.hpp): every instantiation of the turbo3,
-// turbo4, turbo2, q8_0 and f16 write kernels. Never launched; amd_check.py reads the resources and
-// fails on unresolved calls.
+// AMD ISA compile check of the device quantizer (write.hpp) and the group rotation (rotate.hpp):
+// every instantiation of the turbo3, turbo4, turbo2, q8_0 and f16 write kernels and of the rotation
+// kernel. Never launched; amd_check.py reads the resources and fails on unresolved calls.
+#include "turbo3/rotate.hpp"
 #include "turbo3/write.hpp"
 
 namespace turbo3 {
@@ -17,6 +18,8 @@ namespace detail {
 TURBO3_WRITE(int32_t)
 TURBO3_WRITE(int64_t)
 #undef TURBO3_WRITE
+template __global__ void rotate_groups_kernel<true>(const float*, float*, int64_t, rotation_direction, const float*);
+template __global__ void rotate_groups_kernel<false>(const float*, float*, int64_t, rotation_direction, const float*);
 }  // namespace detail
 }  // namespace turbo3
 

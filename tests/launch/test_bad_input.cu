@@ -540,3 +540,23 @@ TEST_CASE("write_rows: turbo4, turbo2 and q8_0 caches take whole blocks", "[bad_
     CHECK(cache == before);
   }
 }
+
+// rotate_groups refuses before launching, like write_rows; host buffers never reach a kernel.
+TEST_CASE("rotate_groups refuses null, negative, unaligned, overlapping and oversized calls", "[bad_input]") {
+  std::vector<float> a(4 * block_values, 1.0f), b(4 * block_values, 2.0f);
+  float* p = a.data();
+  const auto dir = rotation_direction::forward;
+  CHECK(rotate_groups(nullptr, p, 1, dir, nullptr, nullptr) == status::invalid_argument);
+  CHECK(rotate_groups(p, nullptr, 1, dir, nullptr, nullptr) == status::invalid_argument);
+  CHECK(rotate_groups(p, b.data(), -1, dir, nullptr, nullptr) == status::invalid_argument);
+  CHECK(rotate_groups(p, p + 1, 2, dir, nullptr, nullptr) == status::invalid_argument);  // a partial overlap
+  CHECK(rotate_groups(p, reinterpret_cast<float*>(reinterpret_cast<char*>(b.data()) + 2), 1, dir, nullptr, nullptr) ==
+        status::invalid_argument);
+  CHECK(rotate_groups(p, b.data(), INT64_MAX / 256, dir, nullptr, nullptr) == status::invalid_argument);
+  CHECK(rotate_groups(p, b.data(), 1, static_cast<rotation_direction>(7), nullptr, nullptr) == status::invalid_argument);
+  CHECK(rotate_groups(p, b.data(), 1, dir, reinterpret_cast<const float*>(reinterpret_cast<const char*>(p) + 1),
+                      nullptr) == status::invalid_argument);
+  CHECK(rotate_groups(p, b.data(), 0, dir, nullptr, nullptr) == status::ok);  // nothing to do: no launch
+  CHECK(std::all_of(a.begin(), a.end(), [](float v) { return v == 1.0f; }));
+  CHECK(std::all_of(b.begin(), b.end(), [](float v) { return v == 2.0f; }));
+}
