@@ -323,12 +323,14 @@ void set_q_out(turbo3::attention_params& p, void* q, void* out, int d, int n_q, 
   p.out.nb[1] = p.q.nb[1]; p.out.nb[2] = p.q.nb[2]; p.out.nb[3] = p.q.nb[3];
 }
 
-// K and V: [D, n_kv, n_head_kv, 1] stored token-major ([n_kv][n_head_kv][row]).
-void set_kv(turbo3::tensor_view& t, const void* data, turbo3::data_type kv, int d, int n_kv, int hkv) {
+// K and V: [D, n_kv, n_head_kv, 1] stored token-major ([n_kv][n_head_kv][row]), or head-major
+// with --head-major or `head_major`.
+void set_kv(turbo3::tensor_view& t, const void* data, turbo3::data_type kv, int d, int n_kv, int hkv,
+            bool head_major = false) {
   const size_t row = turbo3::row_bytes(kv, d);
   t.data = data; t.type = kv;
   t.ne[0] = d; t.ne[1] = n_kv; t.ne[2] = hkv; t.ne[3] = 1;
-  if (g_config.head_major) {  // each head's rows contiguous
+  if (head_major || g_config.head_major) {  // each head's rows contiguous
     t.nb[1] = row; t.nb[2] = row * n_kv;
   } else {  // token-major, as engines store a cache: the rows of all KV heads of a token adjacent
     t.nb[1] = row * hkv; t.nb[2] = row;
@@ -461,6 +463,7 @@ struct decode_kernel {
   std::string name;
   turbo3::launch_options options;
   bool own_counters = false;  // caller-owned counters (launch_options::counters), zeroed once
+  bool head_major = false;    // K/V head-major (PyTorch-style), not an engine's token-major cache
 };
 
 std::vector<decode_kernel> decode_kernels() {
@@ -471,6 +474,7 @@ std::vector<decode_kernel> decode_kernels() {
   };
   return {{"vec", turbo3::launch_options{}},
           {"vec-counters", turbo3::launch_options{}, true},  // the default kernel, no zeroing kernel per call
+          {"vec-head-major", turbo3::launch_options{}, false, true},  // the default kernel, head-major K/V
           {"vec-scalar", with(turbo3::vec_variant::scalar)},
           {"vec-mma", with(turbo3::vec_variant::matrix)}};
 }
@@ -499,8 +503,8 @@ void decode_benchmark(benchmark::State& state, const std::string& key, const dec
       void* out = c->alloc(static_cast<size_t>(d) * H * 4);
       fill_random(q, H, d, data_type::f32, 3u + static_cast<uint32_t>(i));
       set_q_out(p, q, out, d, 1, H);
-      set_kv(p.k, c->copy_of(k_master, kv_bytes, i), kv, d, depth, HKV);
-      set_kv(p.v, c->copy_of(v_master, kv_bytes, i), kv, d, depth, HKV);
+      set_kv(p.k, c->copy_of(k_master, kv_bytes, i), kv, d, depth, HKV, kernel.head_major);
+      set_kv(p.v, c->copy_of(v_master, kv_bytes, i), kv, d, depth, HKV, kernel.head_major);
       p.scale = 1.0f / std::sqrt(static_cast<float>(d));
       p.rotate_q = g_config.library_rotates_q;
       p.unrotate_out = g_config.library_unrotates_out;

@@ -13,7 +13,8 @@ namespace turbo3 {
 
 // f32 and f16 are plain values; the others are the block types of docs/format.md: turbo3 (3-bit),
 // turbo4 (4-bit) and turbo2 (2-bit) hold rotated 128-value groups, q8_0 holds 32 int8 values with
-// one scale. The kernels read f16 and turbo3 K/V; ref::attention reads every K/V type.
+// one scale. ref::attention and the scalar VEC and materialize kernels read every K/V type; TILE
+// and MMA read f16 and turbo3.
 enum class data_type { f32, f16, turbo3, turbo4, turbo2, q8_0 };
 
 inline const char* to_string(data_type t) {

@@ -22,6 +22,12 @@ template __global__ void materialize_kernel<T3>(const char*, int64_t, int64_t, i
                                                 turbo3_lut, uint4*);
 template __global__ void materialize_kernel<F16>(const char*, int64_t, int64_t, int64_t, int, int, int64_t, int,
                                                  turbo3_lut, uint4*);
+template __global__ void materialize_kernel<kv::turbo4_loader>(const char*, int64_t, int64_t, int64_t, int, int, int64_t,
+                                                               int, turbo3_lut, uint4*);
+template __global__ void materialize_kernel<kv::turbo2_loader>(const char*, int64_t, int64_t, int64_t, int, int, int64_t,
+                                                               int, turbo3_lut, uint4*);
+template __global__ void materialize_kernel<kv::q8_0_loader>(const char*, int64_t, int64_t, int64_t, int, int, int64_t,
+                                                             int, turbo3_lut, uint4*);
 }  // namespace detail
 }  // namespace turbo3
 

@@ -207,8 +207,8 @@ TEST_CASE("validate: turbo3 rows are whole 128-value blocks", "[validate]") {
   CHECK(validate(p) == status::unsupported);
 }
 
-// turbo4, turbo2 and q8_0 K/V are well formed (ref::attention reads them; the kernel routes say
-// unsupported: tests/launch/test_bad_input.cu), with whole blocks per row and 2-byte alignment.
+// turbo4, turbo2 and q8_0 K/V are well formed (ref::attention reads them; which kernel routes serve
+// them: tests/launch/test_bad_input.cu), with whole blocks per row and 2-byte alignment.
 TEST_CASE("validate: turbo4, turbo2 and q8_0 K/V, any pair with f16 and turbo3", "[validate]") {
   const data_type kv_types[] = {data_type::f16, data_type::turbo3, data_type::turbo4, data_type::turbo2,
                                 data_type::q8_0};

@@ -29,6 +29,7 @@ struct attention_case {
   turbo3::codebook cb = turbo3::codebook::lloyd_max;
   bool library_rotates = true;
   bool permuted_out = false;  // ggml's out layout [D, n_head, n_q, n_seq]
+  bool kv_head_major = false;  // K/V rows of each head back to back, not an engine's token-major rows
 
   std::string describe() const {
     using turbo3::to_string;
@@ -43,6 +44,7 @@ struct attention_case {
     if (softcap > 0) s += " softcap";
     if (!library_rotates) s += " caller-rotates";
     if (permuted_out) s += " permuted-out";
+    if (kv_head_major) s += " kv-head-major";
     return s;
   }
 };
@@ -115,9 +117,9 @@ class attention_problem {
     const int64_t D = c.head_dim;
     // Q [D, n_q, n_head, n_seq], contiguous.
     q_ = make_tensor(c.q_type, D, c.n_q, c.n_head, c.n_seq, /*token_major=*/false, rng, 1.0f);
-    // K/V: the cache layout of an engine: rows of all KV heads of one token are adjacent.
-    k_ = make_tensor(c.k_type, D, c.n_kv, c.n_head_kv, c.n_seq, true, rng, 1.0f);
-    v_ = make_tensor(c.v_type, D, c.n_kv, c.n_head_kv, c.n_seq, true, rng, 1.0f);
+    // K/V: the cache layout of an engine, rows of all KV heads of one token adjacent; or head-major.
+    k_ = make_tensor(c.k_type, D, c.n_kv, c.n_head_kv, c.n_seq, !c.kv_head_major, rng, 1.0f);
+    v_ = make_tensor(c.v_type, D, c.n_kv, c.n_head_kv, c.n_seq, !c.kv_head_major, rng, 1.0f);
     if (c.mask) {
       const int64_t ne0 = c.n_kv + 5, ne1 = c.n_q + 3;  // padded, as engines pad
       std::vector<uint16_t> m(static_cast<size_t>(ne0 * ne1));
@@ -192,10 +194,19 @@ class attention_problem {
   void poison_output() { d_out_->poison(0xff); }  // NaN in f32 and f16
 
   // NMSE of the device output against ref::attention on the same bytes.
-  double compare_with_reference() const {
-    std::vector<uint8_t> got(out_bytes_), want(out_bytes_);
-    d_out_->download(got.data(), got.size());
+  double compare_with_reference() const { return compare_with(reference()); }
+
+  // ref::attention's output bytes (the output type and layout), for several compare_with calls.
+  std::vector<uint8_t> reference() const {
+    std::vector<uint8_t> want(out_bytes_);
     turbo3::ref::attention(host_params(want.data()));
+    return want;
+  }
+
+  // NMSE of the device output against `want` (reference()).
+  double compare_with(const std::vector<uint8_t>& want) const {
+    std::vector<uint8_t> got(out_bytes_);
+    d_out_->download(got.data(), got.size());
     const size_t n = out_bytes_ / (c_.out_type == turbo3::data_type::f16 ? 2 : 4);
     std::vector<float> g(n), w(n);
     for (size_t i = 0; i < n; ++i) {
@@ -257,10 +268,8 @@ class attention_problem {
               const uint16_t b = fp16_from_float(row[i]);
               std::memcpy(dst + 2 * i, &b, 2);
             }
-          } else {
-            std::vector<block_turbo3> blocks(static_cast<size_t>(d / block_values));
-            ref::quantize_row(row.data(), blocks.data(), d);
-            std::memcpy(dst, blocks.data(), blocks.size() * sizeof(block_turbo3));
+          } else {  // the block types: the host quantizer's bytes (turbo3 with the Lloyd-Max table)
+            ref::store_row(x.type, row.data(), dst, d);
           }
         }
   }

@@ -390,8 +390,9 @@ inline case_grid decode_odd_lengths_grid() {
 // (rows starting 0, 4, 8 or 12 bytes in) and 8-byte units on odd ones; D = 256 with 1 or 3 heads in
 // 4-byte units, with 2 heads in 8-byte units (rows starting 0 or 4 bytes in), with 4 or 8 heads (the
 // benchmark's layout) in 16-byte units (0, 4, 8 or 12). Key counts leave partial groups of 16 keys
-// and uneven warps; the options, Q type, rotation mode and codebook cycle. Sampled: every third of
-// those. Last, unsampled: many splits of one tile each and one split covering everything.
+// and uneven warps; the options, Q type, rotation mode and codebook cycle. Then head-major K/V with
+// 1, 3 and 8 heads. Sampled: every third of those. Last, unsampled: many splits of one tile each and
+// one split covering everything.
 inline case_grid decode_warp_grid() {
   using turbo3::data_type;
   case_grid g;
@@ -419,6 +420,24 @@ inline case_grid decode_warp_grid() {
           c.cb = variant % 7 == 0 ? turbo3::codebook::legacy : turbo3::codebook::lloyd_max;
           g.push_back({c, 0, variant % 3 == 0});
         }
+  // Head-major K/V (each head's rows back to back, heads n_kv rows apart, so each head starts at its
+  // own offset into a 16-byte unit): span staging at D = 128, 4-byte units at D = 256.
+  for (int d : {128, 256})
+    for (int n_head_kv : {1, 3, 8})
+      for (int n_q : {1, 2}) {
+        attention_case c;
+        c.head_dim = d;
+        c.n_head_kv = n_head_kv;
+        c.n_head = 2 * n_head_kv;
+        c.n_q = n_q;
+        c.n_kv = 15 + 1003 * (variant % 3);
+        c.kv_head_major = true;
+        c.causal = n_q == 2;
+        c.mask = variant % 2 == 0;
+        c.k_type = c.v_type = data_type::turbo3;
+        c.library_rotates = variant++ % 4 != 0;
+        g.push_back({c, 0, variant % 3 == 0});
+      }
   attention_case c;
   c.head_dim = 256;
   c.n_head = 16;

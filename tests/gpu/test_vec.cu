@@ -90,3 +90,6 @@ TEST_CASE("VEC: the warp kernel's deep-context shape (6 warps at D = 256 from 65
   warp.vec = vec_variant::warp;
   run_vec_grid(turbo3_test::decode_deep_grid(), rng, warp);
 }
+
+// Every K/V type pair through the automatic route ([types]): in this file to save a translation unit.
+#include "test_types.inl"

@@ -420,53 +420,72 @@ TEST_CASE("write_rows refuses unknown codebooks, sizes that overflow and overlap
   CHECK(cache == before);
 }
 
-// turbo4, turbo2 and q8_0 K/V are well formed (validate() says ok; ref::attention reads them), but
-// no kernel has a loader for them: every route, automatic or forced, reports unsupported before
-// any allocation or launch, and the size queries say 0.
-TEST_CASE("turbo4, turbo2 and q8_0 K or V: every kernel route reports unsupported, launches nothing", "[bad_input][types]") {
+// turbo4, turbo2 and q8_0 K/V are read by the scalar VEC kernel (any head dim it has) and by
+// materialize (D 128 and 256), and only by those: the automatic route sends decode and D = 512 to
+// VEC and other prefill to materialize; TILE and MMA, forced, report unsupported before any
+// allocation or launch, and their size queries say 0.
+TEST_CASE("turbo4, turbo2 and q8_0 K or V: VEC and materialize serve them, TILE and MMA refuse", "[bad_input][types]") {
   constexpr int64_t n_kv = 64, H = 8, HKV = 2;
-  const data_type no_loader[] = {data_type::turbo4, data_type::turbo2, data_type::q8_0};
-  const data_type with_loader[] = {data_type::f16, data_type::turbo3};
+  const data_type new_types[] = {data_type::turbo4, data_type::turbo2, data_type::q8_0};
+  const data_type old_types[] = {data_type::f16, data_type::turbo3};
   struct pair {
     data_type k, v;
   };
   std::vector<pair> pairs;
-  for (data_type t : no_loader) {
-    pairs.push_back({t, t});
-    for (data_type u : with_loader) {
+  for (data_type t : new_types) {
+    for (data_type u : new_types) pairs.push_back({t, u});
+    for (data_type u : old_types) {
       pairs.push_back({t, u});
       pairs.push_back({u, t});
     }
   }
+  auto problem = [&](const pair& kv, int64_t d, int64_t n_q, std::vector<float>& q, std::vector<float>& out,
+                     std::vector<uint8_t>& k, std::vector<uint8_t>& v) {
+    q.assign(static_cast<size_t>(d * n_q * H), 0.5f);
+    out.assign(static_cast<size_t>(d * n_q * H), 0.0f);
+    k.assign(row_bytes(kv.k, d) * n_kv * HKV, 0);
+    v.assign(row_bytes(kv.v, d) * n_kv * HKV, 0);
+    attention_params p;
+    p.q.data = q.data(); p.q.type = data_type::f32;
+    p.q.ne[0] = d; p.q.ne[1] = n_q; p.q.ne[2] = H; p.q.ne[3] = 1;
+    p.q.nb[1] = d * 4; p.q.nb[2] = p.q.nb[1] * n_q; p.q.nb[3] = p.q.nb[2] * H;
+    for (tensor_view* t : {&p.k, &p.v}) {
+      t->data = t == &p.k ? k.data() : v.data();
+      t->type = t == &p.k ? kv.k : kv.v;
+      t->ne[0] = d; t->ne[1] = n_kv; t->ne[2] = HKV; t->ne[3] = 1;
+      t->nb[1] = row_bytes(t->type, d); t->nb[2] = t->nb[1] * n_kv; t->nb[3] = t->nb[2] * HKV;
+    }
+    p.out.data = out.data(); p.out.type = data_type::f32;
+    p.out.ne[0] = d; p.out.ne[1] = n_q; p.out.ne[2] = H; p.out.ne[3] = 1;
+    p.out.nb[1] = d * 4; p.out.nb[2] = p.out.nb[1] * n_q; p.out.nb[3] = p.out.nb[2] * H;
+    p.scale = 0.1f;
+    return p;
+  };
+  std::vector<float> q, out;
+  std::vector<uint8_t> k, v;
   for (const pair& kv : pairs)
     for (int64_t d : {128, 256, 512})
       for (int64_t n_q : {1, 2, 40}) {
         INFO("k " << to_string(kv.k) << " v " << to_string(kv.v) << " D " << d << " n_q " << n_q);
-        std::vector<float> q(static_cast<size_t>(d * n_q * H), 0.5f);
-        std::vector<float> out(static_cast<size_t>(d * n_q * H));
-        std::vector<uint8_t> k(row_bytes(kv.k, d) * n_kv * HKV, 0), v(row_bytes(kv.v, d) * n_kv * HKV, 0);
-        attention_params p;
-        p.q.data = q.data(); p.q.type = data_type::f32;
-        p.q.ne[0] = d; p.q.ne[1] = n_q; p.q.ne[2] = H; p.q.ne[3] = 1;
-        p.q.nb[1] = d * 4; p.q.nb[2] = p.q.nb[1] * n_q; p.q.nb[3] = p.q.nb[2] * H;
-        for (tensor_view* t : {&p.k, &p.v}) {
-          t->data = t == &p.k ? k.data() : v.data();
-          t->type = t == &p.k ? kv.k : kv.v;
-          t->ne[0] = d; t->ne[1] = n_kv; t->ne[2] = HKV; t->ne[3] = 1;
-          t->nb[1] = row_bytes(t->type, d); t->nb[2] = t->nb[1] * n_kv; t->nb[3] = t->nb[2] * HKV;
-        }
-        p.out.data = out.data(); p.out.type = data_type::f32;
-        p.out.ne[0] = d; p.out.ne[1] = n_q; p.out.ne[2] = H; p.out.ne[3] = 1;
-        p.out.nb[1] = d * 4; p.out.nb[2] = p.out.nb[1] * n_q; p.out.nb[3] = p.out.nb[2] * H;
-        p.scale = 0.1f;
+        const attention_params p = problem(kv, d, n_q, q, out, k, v);
         REQUIRE(validate(p) == status::ok);
-        CHECK(detail::vec_supported(p) == status::unsupported);
+        const status prefill_dim = d <= 256 ? status::ok : status::unsupported;
+        CHECK(detail::vec_supported(p) == status::ok);
+        CHECK(detail::materialize_supported(p) == prefill_dim);
         CHECK(detail::tile_supported(p) == status::unsupported);
         CHECK(detail::mma_supported(p) == status::unsupported);
-        CHECK(detail::materialize_supported(p) == status::unsupported);
-        for (kernel_choice kernel : {kernel_choice::automatic, kernel_choice::vec, kernel_choice::tile,
-                                     kernel_choice::materialize, kernel_choice::mma}) {
-          launch_options opt;
+        const kernel_choice automatic = n_q <= 2 || d == 512 ? kernel_choice::vec : kernel_choice::materialize;
+        CHECK(turbo3::route(p) == automatic);
+        CHECK(supported(p) == status::ok);
+        launch_options opt;
+        opt.kernel = kernel_choice::vec;
+        CHECK(supported(p, opt) == status::ok);
+        opt.vec = vec_variant::matrix;  // falls back to the scalar kernel
+        CHECK(supported(p, opt) == status::ok);
+        opt = {};
+        opt.kernel = kernel_choice::materialize;
+        CHECK(supported(p, opt) == prefill_dim);
+        for (kernel_choice kernel : {kernel_choice::tile, kernel_choice::mma}) {
           opt.kernel = kernel;
           CHECK(supported(p, opt) == status::unsupported);
           CHECK(workspace_bytes(p, opt) == 0);
@@ -482,11 +501,28 @@ TEST_CASE("turbo4, turbo2 and q8_0 K or V: every kernel route reports unsupporte
           }));
         }
       }
+  // q8_0 with f16 or q8_0 at D = 64 (rotated types need whole 128-value groups: validate): VEC has
+  // no kernel for it, materialize serves every n_q.
+  for (const pair& kv : {pair{data_type::q8_0, data_type::q8_0}, pair{data_type::f16, data_type::q8_0},
+                         pair{data_type::q8_0, data_type::f16}})
+    for (int64_t n_q : {1, 2, 40}) {
+      INFO("k " << to_string(kv.k) << " v " << to_string(kv.v) << " D 64 n_q " << n_q);
+      const attention_params p = problem(kv, 64, n_q, q, out, k, v);
+      REQUIRE(validate(p) == status::ok);
+      CHECK(detail::vec_supported(p) == status::unsupported);
+      CHECK(detail::materialize_supported(p) == status::ok);
+      CHECK(detail::tile_supported(p) == status::unsupported);
+      CHECK(turbo3::route(p) == kernel_choice::materialize);
+      CHECK(supported(p) == status::ok);
+      launch_options opt;
+      opt.kernel = kernel_choice::vec;
+      CHECK(supported(p, opt) == status::unsupported);
+    }
 }
 
-// write_rows quantizes into f16 and turbo3 caches only: a turbo4, turbo2 or q8_0 cache is
-// unsupported and left untouched.
-TEST_CASE("write_rows: turbo4, turbo2 and q8_0 caches are unsupported", "[bad_input][types]") {
+// write_rows quantizes into turbo4, turbo2 and q8_0 caches too (whole blocks per row: 128 values,
+// 32 for q8_0); rows that are not whole blocks are refused and the cache left untouched.
+TEST_CASE("write_rows: turbo4, turbo2 and q8_0 caches take whole blocks", "[bad_input][types]") {
   std::vector<float> rows(128 * 4, 1.0f);
   for (data_type t : {data_type::turbo4, data_type::turbo2, data_type::q8_0}) {
     INFO(to_string(t));
@@ -494,9 +530,13 @@ TEST_CASE("write_rows: turbo4, turbo2 and q8_0 caches are unsupported", "[bad_in
     const std::vector<uint8_t> before = cache;
     const row_source src{rows.data(), data_type::f32, 128, 4, 128 * 4};
     const cache_view dst{cache.data(), t, 128, 8, row_bytes(t, 128)};
+    CHECK(validate_write(src, dst) == status::ok);
+    const int64_t partial = t == data_type::q8_0 ? 48 : 64;  // not whole blocks
+    const row_source src_partial{rows.data(), data_type::f32, partial, 4, 128 * 4};
+    const cache_view dst_partial{cache.data(), t, partial, 8, row_bytes(t, 128)};
     const int32_t* ids = nullptr;
-    CHECK(validate_write(src, dst) == status::unsupported);
-    CHECK(write_rows(src, ids, dst, nullptr) == status::unsupported);
+    CHECK(validate_write(src_partial, dst_partial) == status::invalid_argument);
+    CHECK(write_rows(src_partial, ids, dst_partial, nullptr) == status::invalid_argument);
     CHECK(cache == before);
   }
 }

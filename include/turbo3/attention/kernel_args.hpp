@@ -35,8 +35,9 @@ struct attention_views {
   int mask_ne2, mask_ne3;
 
   bool q_f16, out_f16, causal;
-  bool rotate_q;        // rotate Q forward on load (K is turbo3, or was before materializing)
-  bool unrotate_out;    // rotate the output back (V is turbo3, or was)
+  bool rotate_q;        // rotate Q forward on load (K stores rotated values, or did before materializing)
+  bool unrotate_out;    // rotate the output back (V stores rotated values, or did)
+  data_type k_type, v_type;  // the K and V storage types the kernel reads (kv::any_loader's)
 
   float q_prescale;     // scale * log2(e), or scale / softcap with softcap
   float softcap_post;   // softcap * log2(e), 0 without softcap
@@ -82,8 +83,10 @@ inline attention_views make_views(const attention_params& p, data_type k_was, da
   a.q_f16 = p.q.type == data_type::f16;
   a.out_f16 = p.out.type == data_type::f16;
   a.causal = p.causal;
-  a.rotate_q = p.rotate_q && k_was == data_type::turbo3;
-  a.unrotate_out = p.unrotate_out && v_was == data_type::turbo3;
+  a.rotate_q = p.rotate_q && stores_rotated_values(k_was);
+  a.unrotate_out = p.unrotate_out && stores_rotated_values(v_was);
+  a.k_type = p.k.type;
+  a.v_type = p.v.type;
   a.q_prescale = p.softcap > 0.0f ? p.scale / p.softcap : p.scale * log2e;
   a.softcap_post = p.softcap > 0.0f ? p.softcap * log2e : 0.0f;
   a.max_bias = p.max_bias;

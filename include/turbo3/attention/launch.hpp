@@ -114,9 +114,18 @@ status init(int device);
 // The route of a call on `device` (its family decides whether MMA is the default prefill route).
 inline kernel_choice route_on(const attention_params& p, const launch_options& opt, int device) {
   if (opt.kernel != kernel_choice::automatic) return opt.kernel;
-  if (p.n_q() <= 2) return kernel_choice::vec;
+  const bool tile_types = has_tile_loader(p.k.type) && has_tile_loader(p.v.type);
+  if (p.n_q() <= 2) {
+    // q8_0 at D = 64, which VEC has no kernel for, decodes through materialize.
+    if (!tile_types && vec_supported(p) != status::ok && materialize_supported(p) == status::ok)
+      return kernel_choice::materialize;
+    return kernel_choice::vec;
+  }
   const bool nvidia = mma_by_default(platform::device_family(device));
   if (nvidia && vec_takes_verify_batch(p)) return kernel_choice::vec;
+  // Verify batches over turbo4, turbo2 or q8_0: materialize would copy the whole cache to f16 for a
+  // few rows (n_kv x D x 4 bytes per KV head of workspace), so the decode kernel takes them.
+  if (!tile_types && p.n_q() <= vec_verify_max_queries && vec_supported(p) == status::ok) return kernel_choice::vec;
   if (nvidia && mma_supported(p) == status::ok) return kernel_choice::mma;
   if (tile_supported(p) == status::ok) return kernel_choice::tile;
   if (materialize_supported(p) == status::ok) return kernel_choice::materialize;
@@ -222,11 +231,13 @@ TURBO3_KERNEL_ENTRY status init(int device) {
   if (!on_device.ok()) return status::runtime_error;
   (void)platform::device_family(device);
   (void)platform::warpgroup_mma_available(device);
-  const data_type types[2] = {data_type::f16, data_type::turbo3};
+  // q8_0 stands for every pair with a turbo4, turbo2 or q8_0 side: they share one kernel per head
+  // dim and row count (kv::any_loader).
+  const data_type types[3] = {data_type::f16, data_type::turbo3, data_type::q8_0};
   for (int d : {64, 128, 256, 512})
     for (data_type k : types)
       for (data_type v : types) {
-        if (d == 64 && (k == data_type::turbo3 || v == data_type::turbo3)) continue;
+        if (d == 64 && (k != data_type::f16 || v != data_type::f16)) continue;
         detail::vec_plan plan;
         plan.head_dim = d;
         for (vec_variant variant : {vec_variant::scalar, vec_variant::matrix, vec_variant::warp})

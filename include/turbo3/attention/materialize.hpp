@@ -1,13 +1,14 @@
 // Materialize ("stock" prefill): dequantize the K/V views to dense f16 in workspace from the
 // caller's allocator, then run the f16 TILE kernel over the copies. It is the baseline that shows
-// what TILE's inline dequantization saves, and the fallback for views TILE cannot read directly
-// (f16 rows that are not 16-byte aligned).
+// what TILE's inline dequantization saves, the fallback for views TILE cannot read directly (f16
+// rows that are not 16-byte aligned), and the prefill route of turbo4, turbo2 and q8_0 K/V, which
+// no other prefill kernel reads.
 //
 // The copies stay in the rotated domain (docs/format.md §4: no inverse rotation at dequant
 // time), so the rotations follow the caller's original types exactly as TILE would apply them:
-// Q is rotated when the original K is turbo3 (and rotate_q), the output is un-rotated when the
-// original V is turbo3 (and unrotate_out). The result then matches ref::attention up to the f16
-// rounding of the dequantized values.
+// Q is rotated when the original K stores rotated values (turbo3, turbo4, turbo2; and rotate_q),
+// the output is un-rotated when the original V does (and unrotate_out). The result then matches
+// ref::attention up to the f16 rounding of the dequantized values.
 //
 // Workspace: n_seq * n_head_kv * n_kv * D * 2 bytes for each view copied (each rounded up to 256
 // bytes); views TILE can read as they are (16-byte aligned f16) are not copied.
@@ -19,6 +20,7 @@
 #include "turbo3/attention/options.hpp"
 #include "turbo3/attention/params.hpp"
 #include "turbo3/attention/tile.hpp"
+#include "turbo3/kv/loader_any.hpp"
 #include "turbo3/kv/loaders.hpp"
 #include "turbo3/platform/device.hpp"
 #include "turbo3/status.hpp"
@@ -38,7 +40,7 @@ struct materialize_plan {
 };
 
 inline bool materialize_view(const tensor_view& t) {
-  return t.type == data_type::turbo3 || !rows_aligned16(t);
+  return t.type != data_type::f16 || !rows_aligned16(t);
 }
 
 inline size_t dense_f16_bytes(const tensor_view& t) {
@@ -74,7 +76,8 @@ inline materialize_plan make_materialize_plan(const attention_params& p) {
   return m;
 }
 
-// Whether the materialize route takes these (validated) params: the f16 TILE kernel's head dims.
+// Whether the materialize route takes these (validated) params: any K/V type pair (every one has a
+// loader for the copy), the f16 TILE kernel's head dims.
 inline status materialize_supported(const attention_params& p) {
   if (!has_kernel_loader(p.k.type) || !has_kernel_loader(p.v.type)) return status::unsupported;
   const int64_t d = p.head_dim_k();
@@ -84,8 +87,9 @@ inline status materialize_supported(const attention_params& p) {
   return status::ok;
 }
 
-// One thread per 16-value chunk of a stored row: dequantize (turbo3) or copy (f16 at any 2-byte
-// alignment), write 32 bytes of dense f16. Rows are taken in (token, head, seq) order.
+// One thread per 16-value chunk of a stored row: dequantize (the block types, through loader L:
+// decoded values times the chunk's scale, rounded to f16) or copy (f16 at any 2-byte alignment),
+// write 32 bytes of dense f16. Rows are taken in (token, head, seq) order.
 template <class L>
 TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(materialize_threads)
     materialize_kernel(const char* src, int64_t nb1, int64_t nb2, int64_t nb3, int n_rows, int n_heads,
@@ -97,10 +101,11 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(materialize_threads)
   const int64_t j = row % n_rows, h = (row / n_rows) % n_heads, s = row / (static_cast<int64_t>(n_rows) * n_heads);
   const char* src_row = src + j * nb1 + h * nb2 + s * nb3;
   uint32_t w[8];
-  if constexpr (L::type == data_type::turbo3) {
+  if constexpr (L::type != data_type::f16) {
+    static_assert(L::values_per_scale % kv::chunk_values == 0, "a chunk lies in one scale group");
     float x[kv::chunk_values];
     L::decode(L::load_raw(src_row, c), lut, x);
-    const float sc = L::scale(src_row, c * kv::chunk_values / block_values);
+    const float sc = kv::chunk_scale<L>(src_row, c);
     TURBO3_UNROLL
     for (int i = 0; i < 8; ++i)
       w[i] = static_cast<uint32_t>(platform::float_to_half_bits(x[L::slot(2 * i)] * sc)) |
@@ -133,14 +138,18 @@ inline void launch_materialize_view(const tensor_view& t, const turbo3_lut& lut,
   const unsigned blocks = static_cast<unsigned>((n_chunks + materialize_threads - 1) / materialize_threads);
   const char* src = static_cast<const char*>(t.data);
   const int64_t nb1 = static_cast<int64_t>(t.nb[1]), nb2 = static_cast<int64_t>(t.nb[2]), nb3 = static_cast<int64_t>(t.nb[3]);
-  if (t.type == data_type::turbo3)
-    materialize_kernel<kv::turbo3_loader><<<blocks, materialize_threads, 0, stream>>>(
+  auto launch = [&](auto loader) {
+    materialize_kernel<decltype(loader)><<<blocks, materialize_threads, 0, stream>>>(
         src, nb1, nb2, nb3, static_cast<int>(t.ne[1]), static_cast<int>(t.ne[2]), n_chunks, chunks_per_row, lut,
         static_cast<uint4*>(dst));
-  else
-    materialize_kernel<kv::f16_loader><<<blocks, materialize_threads, 0, stream>>>(
-        src, nb1, nb2, nb3, static_cast<int>(t.ne[1]), static_cast<int>(t.ne[2]), n_chunks, chunks_per_row, lut,
-        static_cast<uint4*>(dst));
+  };
+  switch (t.type) {
+    case data_type::turbo3: launch(kv::turbo3_loader{}); break;
+    case data_type::turbo4: launch(kv::turbo4_loader{}); break;
+    case data_type::turbo2: launch(kv::turbo2_loader{}); break;
+    case data_type::q8_0: launch(kv::q8_0_loader{}); break;
+    default: launch(kv::f16_loader{}); break;
+  }
 }
 
 // ---- the family's entry point (the four questions of vec_family) ----------------------------------

@@ -1640,7 +1640,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) mma_ke
 // Whether the MMA kernel takes these (validated) params: D_k == D_v in {128, 256}, f16 K/V rows
 // 16-byte aligned, grid dimensions within the hardware limits.
 inline status mma_supported(const attention_params& p) {
-  if (!has_kernel_loader(p.k.type) || !has_kernel_loader(p.v.type)) return status::unsupported;
+  if (!has_tile_loader(p.k.type) || !has_tile_loader(p.v.type)) return status::unsupported;
   const int64_t d = p.head_dim_k();
   if (d != p.head_dim_v() || !mma_head_dim(static_cast<int>(d))) return status::unsupported;
   if (p.k.type == data_type::f16 && !rows_aligned16(p.k)) return status::unsupported;

@@ -11,7 +11,8 @@ namespace turbo3 {
 enum class kernel_choice {
   automatic,    // n_q <= 2 (and turbo3 verify batches of <= 8 rows per KV head on NVIDIA): vec; else mma
                 // where the device runs it by default and the shape is covered, else tile where it
-                // applies, else materialize, else vec
+                // applies, else materialize, else vec (turbo4, turbo2 or q8_0 K/V: vec up to
+                // vec_verify_max_queries rows and at D = 512, else materialize)
   vec,          // force the decode kernel for any n_q (the "VEC for prefill" baseline)
   tile,         // force the scalar prefill kernel
   materialize,  // force dequantize-to-f16 then the f16 prefill kernel
@@ -21,7 +22,8 @@ enum class kernel_choice {
 // Which decode (VEC) kernel runs. Each falls back to `scalar` where it does not apply.
 enum class vec_variant {
   automatic,  // `warp` where it applies, else `scalar`
-  scalar,     // FMA kernel: every head dim, K/V type pair and row count
+  scalar,     // FMA kernel: every head dim, K/V type pair and row count (the only one for turbo4,
+              // turbo2 and q8_0 K/V)
   matrix,     // block-synchronous matrix-instruction kernel (NVIDIA; D 128/256, up to 8 rows)
   warp,       // warp-owned key ranges, asynchronous staging, matrix instructions (NVIDIA; turbo3
               // K and V, D 128/256, up to 8 rows)

@@ -719,7 +719,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
 // Whether the TILE kernel takes these (validated) params: D_k == D_v in {64, 128, 256} (64 only
 // with f16 K and V), f16 K/V rows 16-byte aligned, grid dimensions within the hardware limits.
 inline status tile_supported(const attention_params& p) {
-  if (!has_kernel_loader(p.k.type) || !has_kernel_loader(p.v.type)) return status::unsupported;
+  if (!has_tile_loader(p.k.type) || !has_tile_loader(p.v.type)) return status::unsupported;
   const int64_t d = p.head_dim_k();
   if (d != p.head_dim_v() || !tile_head_dim(static_cast<int>(d))) return status::unsupported;
   if (p.k.type == data_type::f16 && !rows_aligned16(p.k)) return status::unsupported;

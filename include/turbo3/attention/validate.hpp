@@ -42,9 +42,9 @@
 //     the n_head floats of sinks. Inputs may overlap each other.                    invalid_argument
 //
 // Which head dims and type combinations a given kernel instantiates is the launcher's business
-// (it reports `unsupported`); validate() only says whether the request is well formed. The kernels
-// read f16 and turbo3 K/V only (has_kernel_loader, kv/loaders.hpp): for a well-formed call with
-// turbo4, turbo2 or q8_0 K or V every kernel route reports unsupported; ref::attention computes it.
+// (it reports `unsupported`); validate() only says whether the request is well formed. turbo4,
+// turbo2 and q8_0 K/V are read by the scalar VEC kernel and materialize only (has_kernel_loader,
+// has_tile_loader, kv/loaders.hpp): TILE and MMA report unsupported for them.
 #pragma once
 
 #include <cmath>

@@ -8,8 +8,11 @@
 // partial; the combine kernel merges the splits, adds sinks, normalizes and un-rotates.
 #pragma once
 
+#include <type_traits>
+
 #include "turbo3/attention/kernel_args.hpp"
 #include "turbo3/attention/rotate_smem.hpp"
+#include "turbo3/kv/loader_any.hpp"
 #include "turbo3/kv/loaders.hpp"
 #include "turbo3/platform/device.hpp"
 
@@ -44,8 +47,14 @@ struct vec_config {
   static constexpr int k_scale_values = KL::values_per_scale < D ? KL::values_per_scale : D;
   static constexpr int v_scale_values = VL::values_per_scale < D ? VL::values_per_scale : D;
   static constexpr int v_scales = D / v_scale_values;
+  // V scales of 128 values or more (f16: none; the turbo types: a norm per block) are folded into
+  // the softmax weights, one weight per scale and key in w_s. Finer ones (q8_0's 32 values,
+  // any_loader's per-chunk scale) would take 4-8x the shared memory that way: the value phase
+  // multiplies each chunk's weight by its scale instead.
+  static constexpr bool v_scale_in_weights = VL::values_per_scale >= block_values;
+  static constexpr int w_scales = v_scale_in_weights ? v_scales : 1;
   static constexpr int q_floats = ROWS * D;
-  static constexpr int w_floats = v_scales * vec_tile * ROWS;
+  static constexpr int w_floats = w_scales * vec_tile * ROWS;
   static constexpr int reduce_floats = key_slices * ROWS * D;
   static constexpr int max2(int a, int b) { return a > b ? a : b; }
   static constexpr int smem_floats = max2(max2(q_floats + w_floats, reduce_floats), 2 * q_floats);
@@ -53,7 +62,8 @@ struct vec_config {
   static_assert(ROWS >= 1 && ROWS <= vec_max_rows(D) && (ROWS & (ROWS - 1)) == 0, "rows per work-group");
   static_assert(vec_threads % (chunks * row_slices) == 0 && key_slices >= 1, "value-phase layout");
   static_assert(chunks <= 32 && (chunks & (chunks - 1)) == 0, "a key's lanes must sit in one warp");
-  static_assert(KL::type != data_type::turbo3 || D % block_values == 0, "turbo3 needs D % 128 == 0");
+  static_assert(!KL::may_rotate || D % block_values == 0, "a rotated K type needs D % 128 == 0");
+  static_assert(D % v_scale_values == 0 && D % k_scale_values == 0, "whole scale groups per row");
 };
 
 TURBO3_DEVICE TURBO3_FORCEINLINE float warp_max(float v) {
@@ -182,8 +192,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(Threads) vec_zero_counters_kernel(unsign
     counters[i] = 0u;
 }
 
-// Q rows of the work-group into q_s [ROWS][D]: prescaled, rotated when K is turbo3 and the library
-// rotates, permuted into the K loader's slot order. q_nat is ROWS * D floats of scratch.
+// Q rows of the work-group into q_s [ROWS][D]: prescaled, rotated when K stores rotated values and
+// the library rotates (a.rotate_q), permuted into the K loader's slot order. q_nat is ROWS * D floats of scratch.
 template <int D, class KL, int ROWS>
 TURBO3_DEVICE void load_queries(const attention_args& a, const vec_context& x, float* q_s, float* q_nat, int tid) {
   for (int idx = tid; idx < ROWS * D; idx += vec_threads) {
@@ -198,8 +208,9 @@ TURBO3_DEVICE void load_queries(const attention_args& a, const vec_context& x, f
   }
   platform::sync_threads();
   // Only the rows that hold a query: padding rows are zeros, which the rotation keeps.
-  if (KL::type == data_type::turbo3 && a.rotate_q)
-    rotate_groups_shared<false>(q_nat, x.active_rows * D / block_values, tid, vec_threads);
+  if constexpr (KL::may_rotate && D % block_values == 0) {
+    if (a.rotate_q) rotate_groups_shared<false>(q_nat, x.active_rows * D / block_values, tid, vec_threads);
+  }
   for (int idx = tid; idx < ROWS * D; idx += vec_threads) {
     const int r = idx / D, d = idx % D, c = d / kv::chunk_values, e = d % kv::chunk_values;
     q_s[r * D + c * kv::chunk_values + KL::slot(e)] = q_nat[idx];
@@ -210,14 +221,15 @@ TURBO3_DEVICE void load_queries(const attention_args& a, const vec_context& x, f
 // Online softmax over one tile. Thread tid owns key j0 + tid: it reads its raw scores from
 // score_s [tile][ROWS], applies softcap, mask, ALiBi and the causal window, updates the running sum
 // of every row (its own keys' share), and writes p * norm of each V block to w_s [V_SCALES][tile][ROWS]
-// and the rows' rescale factors to alpha_s. The running maxima live in shared memory (m_s, one
+// (V scales of fewer than 128 values: p alone, V_SCALES = 1, vec_config::v_scale_in_weights) and the
+// rows' rescale factors to alpha_s. The running maxima live in shared memory (m_s, one
 // thread updates each row): as per-thread copies they are wave-uniform values that AMD compilers
 // keep in scalar registers, and 16 rows of them spill there. The caller synchronizes before
 // reading w_s.
 template <int ROWS, int V_SCALES, class VL>
 TURBO3_DEVICE void softmax_tile(const attention_args& a, const vec_context& x, int j0, const float* score_s,
                                 const vec_row_info* rows, float (*warp_part)[ROWS], float* alpha_s, float* w_s,
-                                float* m_s, float l_run[ROWS], int tid) {
+                                float* m_s, float l_run[ROWS], int tid, const VL& vl = VL{}) {
   constexpr int n_warps = vec_threads / platform::warp_size;
   const int warp = tid / platform::warp_size, lane = tid % platform::warp_size;
   const int j = j0 + tid;
@@ -256,16 +268,22 @@ TURBO3_DEVICE void softmax_tile(const attention_args& a, const vec_context& x, i
     alpha_s[r] = alpha;
   }
   platform::sync_threads();
+  // Padding rows hold no query, so their scores are all -inf: testing r < x.active_rows here as
+  // well would keep one wave-uniform mask per row live across the tile loop, which 16 rows on
+  // wave64 (a mask takes two SGPRs there) do not fit.
   float p[ROWS];
   TURBO3_UNROLL
   for (int r = 0; r < ROWS; ++r) {
-    p[r] = r < x.active_rows && s[r] != -INFINITY ? platform::exp2_fast(s[r] - m_s[r]) : 0.0f;
+    p[r] = s[r] != -INFINITY ? platform::exp2_fast(s[r] - m_s[r]) : 0.0f;
     l_run[r] = l_run[r] * alpha_s[r] + p[r];
   }
   const char* v_row = x.v_head + static_cast<int64_t>(j) * a.v_nb1;
+  constexpr bool scaled = VL::values_per_scale >= block_values;
+  static_assert(scaled || V_SCALES == 1, "finer V scales are the value phase's");
   TURBO3_UNROLL
   for (int b = 0; b < V_SCALES; ++b) {
-    const float sc = key_ok ? VL::scale(v_row, b) : 0.0f;
+    float sc = key_ok ? 1.0f : 0.0f;
+    if constexpr (scaled) sc = key_ok ? vl.scale(v_row, b) : 0.0f;
     TURBO3_UNROLL
     for (int r = 0; r < ROWS; ++r) w_s[(b * vec_tile + tid) * ROWS + r] = p[r] * sc;
   }
@@ -318,6 +336,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
 
   const int tid = static_cast<int>(threadIdx.x);
   const vec_context x = make_vec_context(a, head_splits);
+  const KL kl = kv::loader_for<KL>(a.k_type);
+  const VL vl = kv::loader_for<VL>(a.v_type);
   if (tid < ROWS) {  // load_queries synchronizes before any use
     m_s[tid] = -INFINITY;
     rows_s[tid] = vec_row_info_of(a, vec_row_of(a, tid, x.kv_head, x.head_split, x.q_tile, x.heads_per_block), x.seq);
@@ -342,7 +362,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
   const int v_chunk = tid % C::chunks;
   const int v_row0 = ((tid / C::chunks) % C::row_slices) * C::rows_per_thread;
   const int v_keys0 = tid / (C::chunks * C::row_slices);
-  const int v_scale_index = v_chunk * kv::chunk_values / C::v_scale_values;
+  const int v_scale_index = v_chunk * kv::chunk_values / C::v_scale_values;  // of V's scale groups
+  const int w_index = C::v_scale_in_weights ? v_scale_index : 0;              // of w_s's
   float acc[C::rows_per_thread][kv::chunk_values];
   TURBO3_UNROLL
   for (int r = 0; r < C::rows_per_thread; ++r)
@@ -357,11 +378,16 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
     // 16-value chunk; partial dots scaled by the chunk's block norm are summed across the group.
     const int n_valid = min(vec_tile, x.kv_end - j0);
     typename VL::raw_chunk v_raw[C::v_batch];
+    [[maybe_unused]] float v_sc[C::v_scale_in_weights ? 1 : C::v_batch];  // each chunk's V scale, where w_s holds none
     auto load_v_batch = [&](int jj0) {
       TURBO3_UNROLL
       for (int u = 0; u < C::v_batch; ++u) {
         const int jj = jj0 + u * C::key_slices;
-        if (jj < n_valid) v_raw[u] = VL::load_raw(x.v_head + static_cast<int64_t>(j0 + jj) * a.v_nb1, v_chunk);
+        if (jj < n_valid) {
+          const char* v_row = x.v_head + static_cast<int64_t>(j0 + jj) * a.v_nb1;
+          v_raw[u] = vl.load_raw(v_row, v_chunk);
+          if constexpr (!C::v_scale_in_weights) v_sc[u] = vl.scale(v_row, v_scale_index);
+        }
       }
     };
     for (int pass0 = 0; pass0 * C::keys_per_pass < n_valid; pass0 += C::k_batch) {
@@ -373,8 +399,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
         sc[u] = 0.0f;
         if (jj < n_valid) {
           const char* k_row = x.k_head + static_cast<int64_t>(j0 + jj) * a.k_nb1;
-          raw[u] = KL::load_raw(k_row, k_chunk);
-          sc[u] = KL::scale(k_row, k_chunk * kv::chunk_values / C::k_scale_values);
+          raw[u] = kl.load_raw(k_row, k_chunk);
+          sc[u] = kl.scale(k_row, k_chunk * kv::chunk_values / C::k_scale_values);
         }
       }
       TURBO3_UNROLL
@@ -386,7 +412,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
         for (int r = 0; r < ROWS; ++r) part[r] = 0.0f;
         if (ok) {
           float x[kv::chunk_values];
-          KL::decode(raw[u], a.lut, x);
+          kl.decode(raw[u], a.lut, x);
           TURBO3_UNROLL
           for (int r = 0; r < ROWS; ++r) {
             float dot = 0.0f;
@@ -416,7 +442,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
       }
     }
     platform::sync_threads();
-    softmax_tile<ROWS, C::v_scales, VL>(a, x, j0, score_s, rows_s, warp_part, alpha_s, w_s, m_s, l_run, tid);
+    softmax_tile<ROWS, C::w_scales, VL>(a, x, j0, score_s, rows_s, warp_part, alpha_s, w_s, m_s, l_run, tid, vl);
     platform::sync_threads();
 
     // ---- values: acc = acc * alpha + sum_j w_j * C[i_j] ----------------------------------------
@@ -433,11 +459,12 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
         const int jj = jj0 + u * C::key_slices;
         if (jj >= n_valid) break;
         float vals[kv::chunk_values];
-        VL::decode(v_raw[u], a.lut, vals);
-        const float* w = w_s + (v_scale_index * vec_tile + jj) * ROWS + v_row0;
+        vl.decode(v_raw[u], a.lut, vals);
+        const float* w = w_s + (w_index * vec_tile + jj) * ROWS + v_row0;
         TURBO3_UNROLL
         for (int r = 0; r < C::rows_per_thread; ++r) {
-          const float wr = w[r];
+          float wr = w[r];
+          if constexpr (!C::v_scale_in_weights) wr *= v_sc[u];
           TURBO3_UNROLL
           for (int e = 0; e < kv::chunk_values; ++e) acc[r][e] += wr * vals[e];
         }

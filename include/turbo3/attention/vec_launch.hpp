@@ -96,7 +96,7 @@ void with_vec_kernel(const vec_plan& plan, data_type k, data_type v, bool masked
     }
   }
   if constexpr (platform::has_mma_m16n8k16 && vec_mma_head_dim(D)) {
-    if (plan.variant == vec_variant::matrix) {
+    if (plan.variant == vec_variant::matrix && has_tile_loader(k) && has_tile_loader(v)) {
       if (k == data_type::turbo3 && v == data_type::turbo3) f(kernel_constant<&vec_mma_kernel<D, T3, T3>>{});
       else if (k == data_type::turbo3) f(kernel_constant<&vec_mma_kernel<D, T3, F16>>{});
       else if (v == data_type::turbo3) f(kernel_constant<&vec_mma_kernel<D, F16, T3>>{});
@@ -117,6 +117,23 @@ void with_vec_kernel(const vec_plan& plan, data_type k, data_type v, bool masked
         break;
     }
   };
+  // A turbo4, turbo2 or q8_0 side: one kernel per head dim and row count for all such pairs, the
+  // types chosen at run time (kv::any_loader; docs/performance.md), D 128, 256 and 512 and rows 2,
+  // 8 and 16 only (vec_any_rows). f16 and turbo3 pairs keep a kernel each.
+  if (!has_tile_loader(k) || !has_tile_loader(v)) {
+    if constexpr (D % block_values == 0) {
+      using A = kv::any_loader;
+      switch (plan.rows) {
+        case 2: f(kernel_constant<&vec_kernel<D, A, A, 2>>{}); break;
+        case 8: f(kernel_constant<&vec_kernel<D, A, A, 8>>{}); break;
+        case 16:
+          if constexpr (vec_max_rows(D) >= 16) f(kernel_constant<&vec_kernel<D, A, A, 16>>{});
+          break;
+        default: break;  // 1 and 4: make_vec_plan takes 2 and 8 instead
+      }
+    }
+    return;
+  }
   if constexpr (D % block_values == 0) {
     if (k == data_type::turbo3 && v == data_type::turbo3) return with_rows(T3{}, T3{});
     if (k == data_type::turbo3) return with_rows(T3{}, F16{});
@@ -194,7 +211,9 @@ inline vec_row_layout vec_rows_of(const attention_params& p) {
 // The launch limit of a grid's y and z dimensions (x: 2^31 - 1).
 inline constexpr int64_t max_grid_yz = 65535;
 
-// Whether the VEC kernels take these (validated) params: head dims, f16 rows 16-byte aligned,
+// Whether the VEC kernels take these (validated) params: any K/V type pair (turbo4, turbo2 and q8_0
+// sides through the scalar kernel only), head dims 128, 256, 512 and 64 (f16 K and V only: q8_0 at
+// D = 64 decodes through materialize, launch.hpp's route_on), f16 rows 16-byte aligned,
 // GQA <= 64, and grids within the launch limits: the decode kernel's (splits <= 256, KV heads x
 // head splits, sequences x query tiles) and the combine kernel's (queries x slices, n_head, n_seq;
 // its x stays far below 2^31 once sequences x query tiles fits).
@@ -202,8 +221,8 @@ inline status vec_supported(const attention_params& p) {
   if (!has_kernel_loader(p.k.type) || !has_kernel_loader(p.v.type)) return status::unsupported;
   const int64_t dk = p.head_dim_k(), dv = p.head_dim_v();
   if (dk != dv) return status::unsupported;
-  const bool any_turbo3 = p.k.type == data_type::turbo3 || p.v.type == data_type::turbo3;
-  const bool dim_ok = dk == 128 || dk == 256 || dk == 512 || (dk == 64 && !any_turbo3);
+  const bool f16_kv = p.k.type == data_type::f16 && p.v.type == data_type::f16;
+  const bool dim_ok = dk == 128 || dk == 256 || dk == 512 || (dk == 64 && f16_kv);
   if (!dim_ok) return status::unsupported;
   if (p.k.type == data_type::f16 && !rows_aligned16(p.k)) return status::unsupported;
   if (p.v.type == data_type::f16 && !rows_aligned16(p.v)) return status::unsupported;
@@ -220,6 +239,10 @@ inline status vec_supported(const attention_params& p) {
 // beats the MMA kernels' key split (H100, 16 query heads over 8, depth 32768: n_q 4 at D = 128
 // 40.9 against 69.3 us, at D = 256 67.5 against 98.1 us; n_q 8 ties at D = 128; docs/performance.md).
 // Past one fragment the MMA split wins, and for f16 K/V it wins from n_q 3 on.
+// The most query rows a verify batch over turbo4, turbo2 or q8_0 K/V sends to the decode kernel
+// (speculative decoding verifies 2-16 rows).
+inline constexpr int64_t vec_verify_max_queries = 16;
+
 inline bool vec_takes_verify_batch(const attention_params& p) {
   if (p.k.type != data_type::turbo3 || p.v.type != data_type::turbo3) return false;
   if (!platform::has_mma_m16n8k16 || !vec_warp_head_dim(static_cast<int>(p.head_dim_v()))) return false;
@@ -232,6 +255,12 @@ inline int next_pow2(int x) {
   while (p < x) p *= 2;
   return p;
 }
+
+// The rows per work-group of the scalar kernel over kv::any_loader for `rows` query rows (a power
+// of two): three kernels per head dim serve them (rows 2, 8, 16; compile time, docs/performance.md).
+// One row runs as 2 (a padding row); 3 or 4 rows run as 8 (Q from shared memory: with 4 rows' Q in
+// registers the kernel spills 10-29 VGPRs on gfx1201).
+inline int vec_any_rows(int rows) { return rows == 1 ? 2 : rows == 4 ? 8 : rows; }
 
 // The plan of a vec_supported call on `device` (its multiprocessor count and the occupancy of its
 // kernels there).
@@ -246,7 +275,9 @@ inline vec_plan make_vec_plan(const attention_params& p, const launch_options& o
   plan.rows = next_pow2(heads_per_block * plan.ncols);
   const bool mma_rows = platform::has_mma_m16n8k16 && vec_mma_head_dim(plan.head_dim) && plan.rows <= vec_mma_rows;
   const bool turbo3_kv = p.k.type == data_type::turbo3 && p.v.type == data_type::turbo3;
-  if (opt.vec == vec_variant::matrix && mma_rows) {
+  // The matrix and warp kernels read f16 and turbo3 only; other types take the scalar kernel.
+  const bool tile_types = has_tile_loader(p.k.type) && has_tile_loader(p.v.type);
+  if (opt.vec == vec_variant::matrix && mma_rows && tile_types) {
     plan.variant = vec_variant::matrix;
     plan.rows = vec_mma_rows;
   } else if ((opt.vec == vec_variant::automatic || opt.vec == vec_variant::warp) && mma_rows && turbo3_kv &&
@@ -259,6 +290,7 @@ inline vec_plan make_vec_plan(const attention_params& p, const launch_options& o
       plan.warp_warps = 4;
     plan.rows = vec_warp_rows;
   }
+  if (plan.variant == vec_variant::scalar && !tile_types) plan.rows = vec_any_rows(plan.rows);
   plan.q_tiles = static_cast<int>(l.q_tiles);
   const int split_unit = plan.variant == vec_variant::warp ? vec_warp_split_keys(plan.warp_warps) : vec_tile;  // keys
   const int n_tiles = static_cast<int>((p.n_kv() + split_unit - 1) / split_unit);

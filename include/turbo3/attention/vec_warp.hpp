@@ -71,13 +71,21 @@ TURBO3_HD constexpr bool vec_warp_head_dim(int d) { return d == 128 || d == 256;
 TURBO3_HD constexpr int vec_row_unit(int64_t k_nb1, int64_t v_nb1) {
   return k_nb1 % 8 == 0 && v_nb1 % 8 == 0 ? 8 : k_nb1 % 4 == 0 && v_nb1 % 4 == 0 ? 4 : 2;
 }
+// The rows of a group staged as one contiguous run (vec_head_row_unit), not row by row.
+inline constexpr int vec_row_span = 1;
 // The same for the heads at k_head and v_head: 16 where both strides are multiples of 16 and both
 // heads' rows start 4-byte aligned (so a row starts at most 12 bytes into its first 16-byte unit),
 // as in an engine's cache of whole-token rows (H heads of 50-byte blocks: a stride of 100 H bytes
-// at D = 256); else vec_row_unit.
-TURBO3_HD inline int vec_head_row_unit(int64_t k_nb1, int64_t v_nb1, const void* k_head, const void* v_head) {
+// at D = 256); vec_row_span where the rows of each head lie back to back (row_bytes apart, a
+// head-major cache) and vec_row_unit would copy 2 bytes at a time (50-byte rows at D = 128):
+// a group's 16 rows are then one run of 16 * row_bytes bytes, copied in 16-byte units; else
+// vec_row_unit.
+TURBO3_HD inline int vec_head_row_unit(int64_t k_nb1, int64_t v_nb1, const void* k_head, const void* v_head,
+                                       int64_t row_bytes) {
   const bool aligned4 = ((reinterpret_cast<uintptr_t>(k_head) | reinterpret_cast<uintptr_t>(v_head)) & 3u) == 0;
-  return k_nb1 % 16 == 0 && v_nb1 % 16 == 0 && aligned4 ? 16 : vec_row_unit(k_nb1, v_nb1);
+  if (k_nb1 % 16 == 0 && v_nb1 % 16 == 0 && aligned4) return 16;
+  const int unit = vec_row_unit(k_nb1, v_nb1);
+  return unit == 2 && k_nb1 == row_bytes && v_nb1 == row_bytes ? vec_row_span : unit;
 }
 
 template <int D, int WARPS = 4>
@@ -115,6 +123,10 @@ struct vec_warp_config {
   // row_units_16 units that cover a row starting up to 12 bytes into its first.
   static constexpr int row_units_16 = (row_bytes + 12 + 15) / 16;
   static_assert(16 * row_units_16 <= pitch, "a row's 16-byte units stay inside its slot");
+  // Span staging (vec_row_span): a group's rows as one run from the 16-byte unit holding its first
+  // byte (up to 15 bytes in), rows row_bytes apart in the slot.
+  static constexpr int span_units = (16 * row_bytes + 15 + 15) / 16;
+  static_assert(16 * span_units <= group * pitch, "a group's run stays inside its tile");
   TURBO3_HD static constexpr int max_row_units(int unit) { return (row_bytes + unit - 2 + unit - 1) / unit; }
   // 2-byte copies (ordinary loads): lanes_per_row_2 lanes per row (as many as its 4-byte units,
   // rounded up to a power of two), each copying every lanes_per_row_2-th half word of it; rows_per_pass_2
@@ -353,6 +365,78 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_mask_scores(float (&s)[4], const 
   }
 }
 
+// A chunk's packed bits from a staged row. Rows staged in 16-byte units start 4-byte aligned
+// (their shift is 0, 4, 8 or 12), so the qs words of their odd blocks are aligned: one 32-bit load
+// instead of two 16-bit loads and a multiply-add to join them.
+template <int UNIT>
+TURBO3_DEVICE TURBO3_FORCEINLINE kv::turbo3_loader::raw_chunk vec_warp_load_chunk(const char* row, int b, int q) {
+  if (UNIT == 16 && (b & 1)) return kv::turbo3_loader::template load_raw<true>(row, b, q);
+  return kv::turbo3_loader::load_raw(row, b, q);
+}
+
+// The scores S (16 keys x 8 rows), added to s: (key g, row 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1),
+// from the staged rows of keys g (row_a) and g + 8 (row_b), copied in UNIT-byte units. Rows past the
+// group's keys hold stale bytes (vec_warp_mask_scores hides them). t is taken by reference: by value
+// the scores compile to other code.
+template <class C, int UNIT>
+TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_scores(float (&s)[4], const char* row_a, const char* row_b,
+                                                      const vec_warp_q_frags<C>& q_frag,
+                                                      const vec_warp_q_bytes_of<C>& q_hi,
+                                                      const vec_warp_q_bytes_of<C>& q_lo, const float (&score_unit)[2],
+                                                      const turbo3_lut& lut, const int& t) {
+  using L = kv::turbo3_loader;
+  constexpr bool integer_scores = C::integer_scores;
+  TURBO3_UNROLL
+  for (int b = 0; b < C::blocks; ++b) {
+    const float norm_a = L::scale(row_a, b), norm_b = L::scale(row_b, b);
+    if constexpr (integer_scores) {
+      int hh[4] = {}, hl[4] = {}, lh[4] = {};  // K_hi Q_hi, K_hi Q_lo, K_lo Q_hi: three independent chains
+      TURBO3_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        uint32_t ha[4], la[4], hb[4], lb[4];
+        L::decode_i8(vec_warp_load_chunk<UNIT>(row_a, b, t + 4 * h), lut, ha, la);
+        L::decode_i8(vec_warp_load_chunk<UNIT>(row_b, b, t + 4 * h), lut, hb, lb);
+        TURBO3_UNROLL
+        for (int k = 0; k < 2; ++k) {
+          const uint32_t k_hi[4] = {ha[2 * k], hb[2 * k], ha[2 * k + 1], hb[2 * k + 1]};
+          const uint32_t k_lo[4] = {la[2 * k], lb[2 * k], la[2 * k + 1], lb[2 * k + 1]};
+          const int f = (b * 2 + h) * 2 + k;
+          const uint32_t qh[2] = {q_hi[f].x, q_hi[f].y}, ql[2] = {q_lo[f].x, q_lo[f].y};
+          platform::mma_m16n8k32_s8(hh, k_hi, qh);
+          platform::mma_m16n8k32_s8(hl, k_hi, ql);
+          platform::mma_m16n8k32_s8(lh, k_lo, qh);
+        }
+      }
+      TURBO3_UNROLL
+      for (int e = 0; e < 4; ++e)  // |128 hh + hl + lh| < 2^29 over a block: exact in int32
+        s[e] += (e < 2 ? norm_a : norm_b) * static_cast<float>(128 * hh[e] + hl[e] + lh[e]);
+    } else {
+      float part[2][4] = {};  // one accumulator per chunk half: two independent mma chains
+      TURBO3_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        uint32_t ha[8], hb[8];
+        L::decode_half2(vec_warp_load_chunk<UNIT>(row_a, b, t + 4 * h), lut, ha);
+        L::decode_half2(vec_warp_load_chunk<UNIT>(row_b, b, t + 4 * h), lut, hb);
+        TURBO3_UNROLL
+        for (int k = 0; k < 4; ++k) {
+          const uint32_t frag[4] = {ha[2 * k], hb[2 * k], ha[2 * k + 1], hb[2 * k + 1]};
+          const uint2 qf = q_frag[(b * 2 + h) * 4 + k];
+          const uint32_t qb[2] = {qf.x, qf.y};
+          platform::mma_m16n8k16(part[h], frag, qb);
+        }
+      }
+      s[0] += norm_a * (part[0][0] + part[1][0]);
+      s[1] += norm_a * (part[0][1] + part[1][1]);
+      s[2] += norm_b * (part[0][2] + part[1][2]);
+      s[3] += norm_b * (part[0][3] + part[1][3]);
+    }
+  }
+  if constexpr (integer_scores) {
+    TURBO3_UNROLL
+    for (int e = 0; e < 4; ++e) s[e] *= score_unit[e & 1];
+  }
+}
+
 // O'^T *= alpha where a maximum grew (rare once the maxima settle): row 4 cb + t's alpha comes
 // from a lane whose score rows hold it.
 template <class C, int COL_BLOCKS>
@@ -386,10 +470,11 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_decode_early(vec_warp_early_value
     for (int k = 0; k < 4; ++k) kv::turbo3_loader::decode_half2(v_raw[b][k], lut, v_early[b][k]);
 }
 
-// O'^T += A B per column block over the group staged at v_tile (n keys; stale keys carry norm 0).
+// O'^T += A B per column block over the group staged at v_tile, rows ROW_PITCH bytes apart (n keys;
+// stale keys carry norm 0).
 // B: p of row 4 cb + g / 2 at keys t + 4k (from the score lanes that hold them, as fp16 row
 // pairs), placed in half g % 2 by the byte permute place_sel, times the key's norm of block b.
-template <class C, int COL_BLOCKS>
+template <int ROW_PITCH, class C, int COL_BLOCKS>
 TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_accumulate_values(float (&acc)[COL_BLOCKS][C::blocks * 4][4], const float (&p)[4],
                                                                  const kv::turbo3_loader::raw_chunk (&v_raw)[C::blocks][4],
                                                                  const vec_warp_early_values<C>& v_early, const char* v_tile,
@@ -402,7 +487,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_accumulate_values(float (&acc)[CO
   for (int b = 0; b < C::blocks; ++b)
     TURBO3_UNROLL
     for (int k = 0; k < 4; ++k) {
-      const uint32_t bits = vec_warp_value_key(k, t) < n ? L::scale_bits(v_tile + vec_warp_value_key(k, t) * C::pitch, b) : 0u;
+      const uint32_t bits = vec_warp_value_key(k, t) < n ? L::scale_bits(v_tile + vec_warp_value_key(k, t) * ROW_PITCH, b) : 0u;
       norm2[b][k] = bits * 0x10001u;  // (norm, norm) as fp16
     }
   TURBO3_UNROLL
@@ -438,13 +523,342 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_accumulate_values(float (&acc)[CO
   }
 }
 
+// ---- a warp's keys ------------------------------------------------------------------------------
+
+// The chunks of vec_warp_chunk_groups 16-key groups a warp takes. Every warp of every split of these
+// rows takes chunks of the keys [0, kv_end) until none is left, so a warp that runs slower (the other
+// work-group of its multiprocessor issues first) takes fewer instead of holding up the end. The
+// first two chunks of warp w of split s are chunks s * n_warps + w (so group 0 is staged before the
+// Q work) and n_splits * n_warps plus that; later ones are 2 * n_splits * n_warps plus a counter per
+// row set (the first claim comes just before the group loop). Lane 0 claims the next chunk as the
+// current one is staged, so the atomic's latency hides behind a chunk's groups of math. A warp's
+// chunk ids only grow: once a group starts at or past kv_end, every later one does. With
+// make_vec_context's KV blocks first in launch order, every row set has as many first as second
+// work-groups of a multiprocessor. Run-time claims narrow the spread of the work-groups' loop ends
+// about fourfold against a fixed key range per split (docs/performance.md, decode). Claims by row
+// set in head-major launch order gain nothing: the second work-groups of the SMs then all serve the
+// same heads.
+// A type of its own because the staging and the group loop share this state: the staging takes
+// the claimed chunks (take_chunk), and both read where a group starts (group_start).
+template <class C>
+struct warp_key_chunks {
+  static constexpr int groups_per_chunk = vec_warp_chunk_groups;
+  static_assert(groups_per_chunk >= 2 && C::stages - 1 <= groups_per_chunk,
+                "two chunk ids cover the groups staged ahead");
+  unsigned* work_counter;     // the row set's, shared by all its work-groups
+  unsigned claimed;           // lane 0: the counter's value for the warp's next claimed chunk
+  int first_claimed;          // the id of the counter's value 0
+  int chunk_even, chunk_odd;  // ids of the warp's chunks 2k and 2k + 1: the first two fixed, the rest claimed
+  int lane;
+
+  // Set in the body, in this order: as member initializers (lane before the chunk ids) they compile
+  // to other code.
+  TURBO3_DEVICE TURBO3_FORCEINLINE warp_key_chunks(const attention_args& a, const vec_context& x, int head_splits,
+                                                   int warp, int lane_) {
+    work_counter = a.work_counters + vec_counter_offset(a, x, head_splits);
+    claimed = 0;
+    const int warps_in_all = a.n_splits * C::n_warps;
+    first_claimed = 2 * warps_in_all;
+    chunk_even = x.split * C::n_warps + warp, chunk_odd = warps_in_all + chunk_even;
+    lane = lane_;
+  }
+  // The first key of the warp's group i.
+  TURBO3_DEVICE TURBO3_FORCEINLINE int group_start(int i) const {
+    return ((i / groups_per_chunk) & 1 ? chunk_odd : chunk_even) * (groups_per_chunk * C::group) +
+           (i % groups_per_chunk) * C::group;
+  }
+  // Lane 0 claims the warp's next chunk.
+  TURBO3_DEVICE TURBO3_FORCEINLINE void claim() {
+    if (lane == 0) claimed = platform::atomic_add(work_counter, 1u);
+  }
+  // At the staging of group i: the first group of a claimed chunk takes the claimed id and claims the next.
+  TURBO3_DEVICE TURBO3_FORCEINLINE void take_chunk(int i) {
+    if (i >= 2 * groups_per_chunk && i % groups_per_chunk == 0) {
+      const int id = first_claimed + static_cast<int>(platform::shfl(claimed, 0));
+      if ((i / groups_per_chunk) & 1) chunk_odd = id;
+      else chunk_even = id;
+      claim();
+    }
+  }
+};
+
+// ---- staging: a warp's groups into its ring -----------------------------------------------------
+
 // Rows are staged in units of `row_unit` bytes (vec_head_row_unit: 16 where both row strides are
 // multiples of 16 and the heads' rows start 4-byte aligned, else the largest of 8 and 4 that divides
 // both strides, so every row of a head has the same alignment to it), with asynchronous copies of
 // that size, 16 / unit lanes per row (one lane per row and tensor with 16-byte units; a row of
 // 50-byte blocks may start inside a unit: the copy then begins at the unit's start, and a last
-// partial unit is read alone and zero-filled); 2: rows are copied in 2-byte units with ordinary
-// loads (correct for any layout, but not overlapped).
+// partial unit is read alone and zero-filled); vec_row_span: a group's rows as one run of 16-byte
+// units; 2: rows are copied in 2-byte units with ordinary loads (correct for any layout, but not
+// overlapped).
+
+// f(std::integral_constant<int, unit>{}) for the kernel's row_unit: one copy of f per staging form.
+// row_unit is taken by reference: by value, the kernel's unit mask compiles to other code (selects
+// for a branch).
+template <class F>
+TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_with_row_unit(const int& row_unit, F f) {
+  if (row_unit == 16) f(std::integral_constant<int, 16>{});
+  else if (row_unit == 8) f(std::integral_constant<int, 8>{});
+  else if (row_unit == 4) f(std::integral_constant<int, 4>{});
+  else if (row_unit == vec_row_span) f(std::integral_constant<int, vec_row_span>{});
+  else f(std::integral_constant<int, 2>{});
+}
+
+// What lane q of a row copies of it (8- and 4-byte copies), fixed for the whole kernel. Rows
+// j0 .. j0+n-1 go to row r * pitch + shift.
+struct vec_warp_copy_plan {
+  int lane_offset;  // of the lane's first unit from the row's start: unit * q - shift
+  int last_offset;  // of the source of its last unit from its first (0 where that unit reads nothing)
+  int last_bytes;   // of that unit, read from the cache (the rest is zero-filled)
+};
+// 16-byte copies: lane l copies row l % 16 of K (l < 16) or of V, all of its units from one source
+// address (a 64-bit multiply-add per group where 8-byte units take one per pass and tensor), so a
+// group is 7 copies per lane at D = 256 instead of 14. They allocate in L1 (async_copy_sized<16>):
+// a lane's next unit is the second half of the sector its last one fetched. Copies that bypass L1
+// (cp.async.cg) are much slower: each then reads its sector from L2 on its own (docs/performance.md,
+// decode).
+struct vec_warp_copy16_plan {
+  const char* first;  // the lane's tensor's head, moved back to the start of its rows' first unit
+  int64_t nb1;
+  int dst_offset;     // of the lane's row in a ring slot
+  int last_bytes;     // of the last unit, read from the cache (the rest zero-filled)
+};
+
+// A warp's staging in copies of UNIT bytes (16, 8, 4, vec_row_span or 2). A type of its own so that
+// what every copy of a group needs (the ring, the lane, the heads and their row strides, the shifts,
+// the lane's copy plans) is set up once, in one place, and the copy unit is a template constant:
+// each copy of the group loop then holds only its own staging code (one loop holding all the forms
+// spreads its hot code far enough for instruction fetches to stall the warps: docs/performance.md,
+// decode). The ring pointer, the arguments (row strides) and the context (heads, kv_end) are
+// references to the kernel's own: held as values they compile to other code (the strides loaded
+// elsewhere, other address arithmetic).
+template <class C, int UNIT>
+struct warp_stager {
+  warp_key_chunks<C>& chunks;  // stage() takes a claimed chunk's id at its first group
+  unsigned char* const& ring;  // the warp's slot 0; slot k at k * ring_stride
+  int lane;
+  const attention_args& a;
+  const vec_context& x;
+  int k_shift, v_shift;               // where the heads' rows start inside their first copy unit
+  vec_warp_copy_plan k_plan, v_plan;  // 8- and 4-byte copies
+  vec_warp_copy16_plan plan_16;       // 16-byte copies
+
+  TURBO3_DEVICE TURBO3_FORCEINLINE warp_stager(warp_key_chunks<C>& chunks_, unsigned char* const& ring_, int lane_,
+                                               const attention_args& a_, const vec_context& x_, int k_shift_,
+                                               int v_shift_)
+      : chunks(chunks_), ring(ring_), lane(lane_), a(a_), x(x_), k_shift(k_shift_), v_shift(v_shift_) {
+    if constexpr (UNIT == 16) {
+      const bool is_v = lane >= 16;
+      const int shift = is_v ? v_shift : k_shift;
+      plan_16 = vec_warp_copy16_plan{(is_v ? x.v_head : x.k_head) - shift, is_v ? a.v_nb1 : a.k_nb1,
+                                     (is_v ? C::tile_bytes : 0) + (lane % 16) * C::pitch,
+                                     C::row_bytes + shift - 16 * (C::row_units_16 - 1)};
+    } else if constexpr (UNIT != vec_row_span) {  // a run starts where its group does
+      k_plan = plan_of(k_shift);
+      v_plan = plan_of(v_shift);
+    }
+  }
+  // This lane's plan for rows that start `shift` bytes into their first unit (2: unused).
+  TURBO3_DEVICE TURBO3_FORCEINLINE vec_warp_copy_plan plan_of(int shift) const {
+    constexpr int unit = UNIT == 2 ? 4 : UNIT, lanes = C::copy_lanes_per_row(unit);
+    const int q = lane % lanes;
+    const int span = C::row_bytes + shift;  // bytes from the first unit's start to the row's end
+    const int last_bytes = min(max(span - unit * (q + lanes * (C::units_per_lane - 1)), 0), unit);
+    return vec_warp_copy_plan{unit * q - shift, last_bytes > 0 ? 16 * (C::units_per_lane - 1) : 0, last_bytes};
+  }
+
+  // The ring offset of the slot after the one at `slot`.
+  TURBO3_DEVICE TURBO3_FORCEINLINE static int next_slot(int slot) {
+    return slot + C::ring_stride == C::staging_bytes ? 0 : slot + C::ring_stride;
+  }
+
+  // This warp's group i into the ring slot at byte offset `slot` (that of slot i % stages).
+  TURBO3_DEVICE TURBO3_FORCEINLINE void stage(int i, int slot) {
+    chunks.take_chunk(i);
+    const int j0 = chunks.group_start(i);
+    if (j0 < x.kv_end) {
+      const int n = min(C::group, x.kv_end - j0);
+      if constexpr (UNIT == 16) {
+        copy_rows_16(slot, j0, n);
+      } else if constexpr (UNIT == vec_row_span) {
+        copy_span(slot, x.k_head, k_shift, j0, n);
+        copy_span(slot + C::tile_bytes, x.v_head, v_shift, j0, n);
+      } else {
+        copy_rows(slot, x.k_head, a.k_nb1, k_plan, j0, n);
+        copy_rows(slot + C::tile_bytes, x.v_head, a.v_nb1, v_plan, j0, n);
+      }
+    }
+    platform::async_commit();  // one group per step, empty or not, so the wait count stays exact
+  }
+
+  // 8- and 4-byte copies: per pass, one source address per lane and its copies at constant offsets
+  // from it; a full group (warp-uniform) takes one branch-free path, a partial one (a split's last)
+  // another. One lane per unit, or four lanes per row with a branch per pass, take about 140
+  // instructions per 16-key group for K's and V's staging (docs/performance.md, decode).
+  TURBO3_DEVICE TURBO3_FORCEINLINE void copy_pass(platform::async_destination d, const char* head, int64_t nb1,
+                                                  const vec_warp_copy_plan& plan, int j0, int row, int pass) {
+    constexpr int rows_per_pass = C::copy_rows_per_pass(UNIT), per_lane = C::units_per_lane;
+    const char* src = head + static_cast<int64_t>(j0 + row + pass * rows_per_pass) * nb1 + plan.lane_offset;
+    const platform::async_destination dp = d + pass * rows_per_pass * C::pitch;
+    TURBO3_UNROLL
+    for (int u = 0; u + 1 < per_lane; ++u) platform::async_copy<UNIT>(dp + 16 * u, src + 16 * u);
+    platform::async_copy_sized<UNIT>(dp + 16 * (per_lane - 1), src + plan.last_offset, plan.last_bytes);
+  }
+  TURBO3_DEVICE TURBO3_FORCEINLINE void copy_units(int dst_offset, const char* head, int64_t nb1,
+                                                   const vec_warp_copy_plan& plan, int j0, int n) {
+    constexpr int lanes = C::copy_lanes_per_row(UNIT), rows_per_pass = C::copy_rows_per_pass(UNIT);
+    const int row = lane / lanes;
+    const platform::async_destination d =
+        platform::async_destination_of(ring) + dst_offset + row * C::pitch + UNIT * (lane % lanes);
+    if (n == C::group) {
+      TURBO3_UNROLL
+      for (int pass = 0; pass < C::group / rows_per_pass; ++pass) copy_pass(d, head, nb1, plan, j0, row, pass);
+    } else {
+      TURBO3_UNROLL
+      for (int pass = 0; pass < C::group / rows_per_pass; ++pass)
+        if (row + pass * rows_per_pass < n) copy_pass(d, head, nb1, plan, j0, row, pass);
+    }
+  }
+  // Rows j0 .. j0 + n - 1 of a head: 8- or 4-byte copies, or (2) ordinary 2-byte loads.
+  TURBO3_DEVICE TURBO3_FORCEINLINE void copy_rows(int dst_offset, const char* head, int64_t nb1,
+                                                  const vec_warp_copy_plan& plan, int j0, int n) {
+    if constexpr (UNIT == 8 || UNIT == 4) {
+      copy_units(dst_offset, head, nb1, plan, j0, n);
+    } else {
+      unsigned char* dst = ring + dst_offset;
+      for (int r = lane / C::lanes_per_row_2; r < n; r += C::rows_per_pass_2) {
+        const uint16_t* src = reinterpret_cast<const uint16_t*>(head + static_cast<int64_t>(j0 + r) * nb1);
+        uint16_t* d = reinterpret_cast<uint16_t*>(dst + r * C::pitch);
+        for (int c = lane % C::lanes_per_row_2; c < C::row_bytes / 2; c += C::lanes_per_row_2) d[c] = src[c];
+      }
+    }
+  }
+  // 16-byte copies (vec_warp_copy16_plan): this lane's row of K or V.
+  TURBO3_DEVICE TURBO3_FORCEINLINE void copy_rows_16(int slot, int j0, int n) {
+    const int row = lane % 16;
+    if (row < n) {
+      const char* src = plan_16.first + static_cast<int64_t>(j0 + row) * plan_16.nb1;
+      const platform::async_destination d = platform::async_destination_of(ring) + slot + plan_16.dst_offset;
+      TURBO3_UNROLL
+      for (int u = 0; u + 1 < C::row_units_16; ++u) platform::async_copy_sized<16>(d + 16 * u, src + 16 * u, 16);
+      platform::async_copy_sized<16>(d + 16 * (C::row_units_16 - 1), src + 16 * (C::row_units_16 - 1),
+                                     plan_16.last_bytes);
+    }
+  }
+  // Span staging: rows j0 .. j0 + n - 1 of a head whose rows lie back to back, from the 16-byte
+  // unit holding the first byte (`shift` bytes before it), in 16-byte units over the warp's lanes;
+  // the last unit in copies that end with the span (the span may end the allocation: a 16-byte
+  // copy of a shorter source is a 16-byte read to the memory checker).
+  TURBO3_DEVICE TURBO3_FORCEINLINE void copy_span(int slot, const char* head, int shift, int j0, int n) {
+    const char* first = head + static_cast<int64_t>(j0) * C::row_bytes - shift;
+    const int bytes = n * C::row_bytes + shift;
+    const platform::async_destination d = platform::async_destination_of(ring) + slot;
+    TURBO3_UNROLL
+    for (int u0 = 0; u0 < C::span_units; u0 += 32) {
+      const int u = u0 + lane;
+      if (u < C::span_units && 16 * u < bytes) {
+        const int left = bytes - 16 * u;
+        if (left >= 16) {
+          platform::async_copy_sized<16>(d + 16 * u, first + 16 * u, 16);
+        } else {
+          // 16-, 8- and 4-byte copies, then a last half word with an ordinary load: even a
+          // 4-byte copy of a 2-byte source reads 4 bytes to the memory checker
+          const int words = left & ~3;
+          platform::async_copy_head_of16(d + 16 * u, first + 16 * u, words);
+          if (left & 2)
+            *reinterpret_cast<uint16_t*>(ring + slot + 16 * u + words) =
+                *reinterpret_cast<const uint16_t*>(first + 16 * u + words);
+        }
+      }
+    }
+  }
+};
+
+// ---- merge the warps ----------------------------------------------------------------------------
+
+// Each warp writes its rows into its own ring slots as soon as its loop ends (the other warps may
+// still be running theirs), so after the barrier only the combine is left: a thread per 4 values of
+// a row, one 16-byte load per warp and one 16-byte store of the partial row. Rows written after the
+// barrier would store with a 4-way bank conflict, every warp at once (docs/performance.md, decode).
+
+// Row r of warp w in the ring: D values, then the maximum and the sum.
+template <class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE float* vec_warp_merge_row(unsigned char* smem, int w, int r) {
+  return reinterpret_cast<float*>(smem + w * C::stage_bytes + (r / C::merge_rows_per_slot) * C::ring_stride +
+                                  (r % C::merge_rows_per_slot) * C::merge_pitch * 4);
+}
+
+// This warp's rows: row 4 cb + t of O'^T's column block cb, and the maxima and sums of score rows
+// 2t and 2t + 1 (the sums first reduced over the key lanes).
+template <class C, int COL_BLOCKS>
+TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_write_rows(unsigned char* smem,
+                                                          const float (&acc)[COL_BLOCKS][C::blocks * 4][4],
+                                                          const float (&m_run)[2], float (&l_run)[2],
+                                                          const vec_context& x, int warp, int g, int t) {
+  using L = kv::turbo3_loader;
+  constexpr int D = C::blocks * block_values, v_tiles = C::blocks * 4;
+  TURBO3_UNROLL
+  for (int e = 0; e < 2; ++e)
+    TURBO3_UNROLL
+    for (int o = 4; o < 32; o *= 2) l_run[e] += platform::shfl_xor(l_run[e], o);
+  TURBO3_UNROLL
+  for (int cb = 0; cb < COL_BLOCKS; ++cb) {
+    if (4 * cb + t < x.active_rows) {
+      float* row = vec_warp_merge_row<C>(smem, warp, 4 * cb + t);
+      TURBO3_UNROLL
+      for (int m = 0; m < v_tiles; ++m) {
+        const int c = 8 * (m / 4) + g, kk = m % 4;
+        float* chunk = row + c * kv::chunk_values;
+        chunk[L::value_of_slot(2 * kk)] = acc[cb][m][0];
+        chunk[L::value_of_slot(2 * kk + 1)] = acc[cb][m][1];
+        chunk[L::value_of_slot(2 * kk + 8)] = acc[cb][m][2];
+        chunk[L::value_of_slot(2 * kk + 9)] = acc[cb][m][3];
+      }
+    }
+  }
+  if (g == 0) {
+    TURBO3_UNROLL
+    for (int e = 0; e < 2; ++e) {
+      if (2 * t + e < x.active_rows) {
+        float* row = vec_warp_merge_row<C>(smem, warp, 2 * t + e);
+        row[D] = m_run[e];
+        row[D + 1] = l_run[e];
+      }
+    }
+  }
+}
+
+// After the barrier: the split's partial rows, the warps' rows combined. The sums v are an array:
+// as a float4 they compile to the same instructions on other registers.
+template <class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_combine_warps(const attention_args& a, const vec_context& x,
+                                                             unsigned char* smem, int blocks_per_seq, int tid) {
+  constexpr int D = C::blocks * block_values, quads = D / 4;
+  for (int idx = tid; idx < x.active_rows * quads; idx += C::threads) {
+    const int r = idx / quads, d = 4 * (idx % quads);
+    float m_w[C::n_warps], m_all = -INFINITY;
+    TURBO3_UNROLL
+    for (int w = 0; w < C::n_warps; ++w) {
+      m_w[w] = vec_warp_merge_row<C>(smem, w, r)[D];
+      m_all = fmaxf(m_all, m_w[w]);
+    }
+    float v[4] = {0.0f, 0.0f, 0.0f, 0.0f}, l = 0.0f;
+    TURBO3_UNROLL
+    for (int w = 0; w < C::n_warps; ++w) {
+      if (m_w[w] == -INFINITY) continue;  // no visible key in that warp's groups
+      const float s = platform::exp2_fast(m_w[w] - m_all);
+      const float* row = vec_warp_merge_row<C>(smem, w, r);
+      const float4 u = *reinterpret_cast<const float4*>(row + d);
+      v[0] += s * u.x, v[1] += s * u.y, v[2] += s * u.z, v[3] += s * u.w;
+      l += s * row[D + 1];
+    }
+    float* dst = a.partial + vec_partial_row(a, x.seq, x.kv_block, x.q_tile, x.split, blocks_per_seq, C::ROWS, r, D);
+    *reinterpret_cast<float4*>(dst + d) = make_float4(v[0], v[1], v[2], v[3]);
+    if (d == 0) dst[D] = m_all, dst[D + 1] = l;
+  }
+}
+
 // MASKED: the call has a mask (a separate instantiation keeps the common unmasked softmax free of
 // mask loads and their branches). COL_BLOCKS: the value side's column blocks of 4 query rows, 1 where the
 // work-group has at most 4 rows (half the accumulators and value multiplies of 2). WARPS: 4 or 6
@@ -463,152 +877,19 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, vec_warp_min_blocks
   const vec_context x = make_vec_context(a, head_splits, true);
   warp_queries<C> queries;
   queries.load(a, x, warp, lane);
-  const int row_unit = vec_head_row_unit(a.k_nb1, a.v_nb1, x.k_head, x.v_head);
+  const int row_unit = vec_head_row_unit(a.k_nb1, a.v_nb1, x.k_head, x.v_head, C::row_bytes);
   // The lookup tables stay kernel arguments: kept in registers (lut_in_registers) the kernel
   // issues 3% fewer instructions and is no faster (docs/performance.md, decode).
   const turbo3_lut& lut = a.lut;
 
-  // ---- this warp's keys: chunks of GROUPS_PER_CHUNK groups, the first two fixed, the rest claimed at run time
-  // Every warp of every split of these rows takes chunks of the keys [0, kv_end) until none is
-  // left, so a warp that runs slower (the other work-group of its multiprocessor issues first)
-  // takes fewer instead of holding up the end. The first two chunks of warp w of split s are
-  // chunks s * n_warps + w (so group 0 is staged before the Q work) and n_splits * n_warps plus
-  // that; later ones are 2 * n_splits * n_warps plus a counter per row set (the first claim comes
-  // just before the loop). Lane 0 claims the next chunk as the current one is staged, so the
-  // atomic's latency hides behind GROUPS_PER_CHUNK groups of math. A warp's chunk ids only grow: once a
-  // group starts at or past kv_end, every later one does. With make_vec_context's KV blocks first
-  // in launch order, every row set has as many first as second work-groups of a multiprocessor.
-  // Run-time claims narrow the spread of the work-groups' loop ends about fourfold against a fixed
-  // key range per split (docs/performance.md, decode). Claims by row set in head-major launch
-  // order gain nothing: the second work-groups of the SMs then all serve the same heads.
-  constexpr int GROUPS_PER_CHUNK = vec_warp_chunk_groups;
-  static_assert(GROUPS_PER_CHUNK >= 2 && C::stages - 1 <= GROUPS_PER_CHUNK, "two chunk ids cover the groups staged ahead");
   const int blocks_per_seq = a.n_head_kv * head_splits;
-  unsigned* const work_counter = a.work_counters + vec_counter_offset(a, x, head_splits);
-  unsigned claimed = 0;  // lane 0: the counter's value for the warp's next chunk (first claimed below)
-  const int warps_in_all = a.n_splits * C::n_warps, first_claimed = 2 * warps_in_all;
-  // ids of the warp's chunks 2k and 2k + 1: the first two fixed, the rest claimed
-  int chunk_even = x.split * C::n_warps + warp, chunk_odd = warps_in_all + chunk_even;
-  auto group_start = [&](int i) { return ((i / GROUPS_PER_CHUNK) & 1 ? chunk_odd : chunk_even) * (GROUPS_PER_CHUNK * G) + (i % GROUPS_PER_CHUNK) * G; };
-  // At the staging of group i: the first group of a claimed chunk takes the claimed id and claims the next.
-  auto take_chunk = [&](int i) {
-    if (i >= 2 * GROUPS_PER_CHUNK && i % GROUPS_PER_CHUNK == 0) {
-      const int id = first_claimed + static_cast<int>(platform::shfl(claimed, 0));
-      if ((i / GROUPS_PER_CHUNK) & 1) chunk_odd = id;
-      else chunk_even = id;
-      if (lane == 0) claimed = platform::atomic_add(work_counter, 1u);
-    }
-  };
-  unsigned char* ring = smem + warp * C::stage_bytes;  // slot k at k * ring_stride
-
-  // Where a row starts inside its first copy unit (the same for every row of a head).
-  const int unit_mask = row_unit == 16 ? 12 : row_unit == 8 ? 6 : row_unit == 4 ? 2 : 0;
+  warp_key_chunks<C> chunks(a, x, head_splits, warp, lane);  // this warp's keys
+  unsigned char* ring = smem + warp * C::stage_bytes;         // this warp's slot 0; slot k at k * ring_stride
+  // Where a row starts inside its first copy unit (the same for every row of a head; with span
+  // staging, where each group's run starts: a group is 16 rows, a multiple of 16 bytes).
+  const int unit_mask = row_unit == 16 ? 12 : row_unit == 8 ? 6 : row_unit == 4 ? 2 : row_unit == vec_row_span ? 15 : 0;
   const int k_shift = static_cast<int>(reinterpret_cast<uintptr_t>(x.k_head) & unit_mask);
   const int v_shift = static_cast<int>(reinterpret_cast<uintptr_t>(x.v_head) & unit_mask);
-  // What lane q of a row copies of it (8- and 4-byte copies) is fixed for the whole kernel. Rows
-  // j0 .. j0+n-1 go to row r * pitch + shift.
-  struct copy_plan {
-    int lane_offset;  // of the lane's first unit from the row's start: unit * q - shift
-    int last_offset;  // of the source of its last unit from its first (0 where that unit reads nothing)
-    int last_bytes;   // of that unit, read from the cache (the rest is zero-filled)
-  };
-  auto make_copy_plan = [&](auto unit_c, int shift) {
-    constexpr int unit = decltype(unit_c)::value, lanes = C::copy_lanes_per_row(unit);
-    const int q = lane % lanes;
-    const int span = C::row_bytes + shift;  // bytes from the first unit's start to the row's end
-    const int last_bytes = min(max(span - unit * (q + lanes * (C::units_per_lane - 1)), 0), unit);
-    return copy_plan{unit * q - shift, last_bytes > 0 ? 16 * (C::units_per_lane - 1) : 0, last_bytes};
-  };
-  // Per pass, one source address per lane and its copies at constant offsets from it; a full group
-  // (warp-uniform) takes one branch-free path, a partial one (a split's last) another. One lane
-  // per unit, or four lanes per row with a branch per pass, take about 140 instructions per 16-key
-  // group for K's and V's staging (docs/performance.md, decode).
-  auto copy_units = [&](auto unit_c, int dst_offset, const char* head, int64_t nb1, const copy_plan& cp, int j0,
-                        int n) {
-    constexpr int unit = decltype(unit_c)::value, lanes = C::copy_lanes_per_row(unit);
-    constexpr int rpp = C::copy_rows_per_pass(unit), per_lane = C::units_per_lane;
-    const int row = lane / lanes;
-    const platform::async_destination d =
-        platform::async_destination_of(ring) + dst_offset + row * C::pitch + unit * (lane % lanes);
-    auto copy_pass = [&](int pass) {
-      const char* src = head + static_cast<int64_t>(j0 + row + pass * rpp) * nb1 + cp.lane_offset;
-      const platform::async_destination dp = d + pass * rpp * C::pitch;
-      TURBO3_UNROLL
-      for (int u = 0; u + 1 < per_lane; ++u) platform::async_copy<unit>(dp + 16 * u, src + 16 * u);
-      platform::async_copy_sized<unit>(dp + 16 * (per_lane - 1), src + cp.last_offset, cp.last_bytes);
-    };
-    if (n == G) {
-      TURBO3_UNROLL
-      for (int pass = 0; pass < G / rpp; ++pass) copy_pass(pass);
-    } else {
-      TURBO3_UNROLL
-      for (int pass = 0; pass < G / rpp; ++pass)
-        if (row + pass * rpp < n) copy_pass(pass);
-    }
-  };
-  // The copy unit is a template constant of each copy of the group loop (run_groups below), so the
-  // loop that runs holds only its own staging code: one loop holding all three forms spreads its hot
-  // code far enough for instruction fetches to stall the warps (docs/performance.md, decode).
-  auto copy_rows = [&](auto unit_c, int dst_offset, const char* head, int64_t nb1, const copy_plan& cp, int j0, int n) {
-    constexpr int unit = decltype(unit_c)::value;
-    if constexpr (unit == 8 || unit == 4) {
-      copy_units(unit_c, dst_offset, head, nb1, cp, j0, n);
-    } else {
-      unsigned char* dst = ring + dst_offset;
-      for (int r = lane / C::lanes_per_row_2; r < n; r += C::rows_per_pass_2) {
-        const uint16_t* src = reinterpret_cast<const uint16_t*>(head + static_cast<int64_t>(j0 + r) * nb1);
-        uint16_t* d = reinterpret_cast<uint16_t*>(dst + r * C::pitch);
-        for (int c = lane % C::lanes_per_row_2; c < C::row_bytes / 2; c += C::lanes_per_row_2) d[c] = src[c];
-      }
-    }
-  };
-  // 16-byte copies: lane l copies row l % 16 of K (l < 16) or of V, all of its units from one
-  // source address (a 64-bit multiply-add per group where 8-byte units take one per pass and
-  // tensor), so a group is 7 copies per lane at D = 256 instead of 14. They allocate in L1
-  // (async_copy_sized<16>): a lane's next unit is the second half of the sector its last one
-  // fetched. Copies that bypass L1 (cp.async.cg) are much slower: each then reads its sector from
-  // L2 on its own (docs/performance.md, decode).
-  struct copy16_plan {
-    const char* first;  // the lane's tensor's head, moved back to the start of its rows' first unit
-    int64_t nb1;
-    int dst_offset;     // of the lane's row in a ring slot
-    int last_bytes;     // of the last unit, read from the cache (the rest zero-filled)
-  };
-  auto make_copy16_plan = [&]() {
-    const bool is_v = lane >= 16;
-    const int shift = is_v ? v_shift : k_shift;
-    return copy16_plan{(is_v ? x.v_head : x.k_head) - shift, is_v ? a.v_nb1 : a.k_nb1,
-                       (is_v ? C::tile_bytes : 0) + (lane % 16) * C::pitch,
-                       C::row_bytes + shift - 16 * (C::row_units_16 - 1)};
-  };
-  auto copy_rows16 = [&](const copy16_plan& cp, int slot, int j0, int n) {
-    const int row = lane % 16;
-    if (row < n) {
-      const char* src = cp.first + static_cast<int64_t>(j0 + row) * cp.nb1;
-      const platform::async_destination d = platform::async_destination_of(ring) + slot + cp.dst_offset;
-      TURBO3_UNROLL
-      for (int u = 0; u + 1 < C::row_units_16; ++u) platform::async_copy_sized<16>(d + 16 * u, src + 16 * u, 16);
-      platform::async_copy_sized<16>(d + 16 * (C::row_units_16 - 1), src + 16 * (C::row_units_16 - 1), cp.last_bytes);
-    }
-  };
-  // This warp's group i into the ring slot at byte offset `slot` (that of slot i % stages).
-  auto stage = [&](auto unit_c, const auto& plans, int i, int slot) {
-    take_chunk(i);
-    const int j0 = group_start(i);
-    if (j0 < x.kv_end) {
-      const int n = min(G, x.kv_end - j0);
-      if constexpr (decltype(unit_c)::value == 16) {
-        copy_rows16(plans, slot, j0, n);
-      } else {
-        copy_rows(unit_c, slot, x.k_head, a.k_nb1, plans.first, j0, n);
-        copy_rows(unit_c, slot + C::tile_bytes, x.v_head, a.v_nb1, plans.second, j0, n);
-      }
-    }
-    platform::async_commit();  // one group per step, empty or not, so the wait count stays exact
-  };
-  auto next_slot = [](int slot) { return slot + C::ring_stride == C::staging_bytes ? 0 : slot + C::ring_stride; };
-
-  auto value_key = [&](int k) { return vec_warp_value_key(k, t); };
   // The windows of score rows 2t and 2t + 1 (vec_warp_row_windows).
   int key_limit[2];
   const platform::half* row_mask[2];
@@ -632,60 +913,39 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, vec_warp_min_blocks
   const uint32_t half_lo = 2u * ((g >> 1) & 1), half_hi = half_lo + 1u;  // the pair's bytes of row 4 cb + g / 2
   const uint32_t place_sel = (g & 1) ? 0x0044u | half_lo << 8 | half_hi << 12 : half_lo | half_hi << 4 | 0x4400u;
 
-  auto copy_plans = [&](auto unit_c) {
-    if constexpr (decltype(unit_c)::value == 16) {
-      return make_copy16_plan();
-    } else {
-      constexpr int copy_size = decltype(unit_c)::value == 2 ? 4 : decltype(unit_c)::value;  // 2: plans unused
-      return std::make_pair(make_copy_plan(std::integral_constant<int, copy_size>{}, k_shift),
-                            make_copy_plan(std::integral_constant<int, copy_size>{}, v_shift));
-    }
-  };
-  auto with_row_unit = [&](auto f) {
-    if (row_unit == 16) f(std::integral_constant<int, 16>{});
-    else if (row_unit == 8) f(std::integral_constant<int, 8>{});
-    else if (row_unit == 4) f(std::integral_constant<int, 4>{});
-    else f(std::integral_constant<int, 2>{});
-  };
   // Group 0 goes out before the Q work, so its copies land while Q loads and rotates.
-  with_row_unit([&](auto unit_c) { stage(unit_c, copy_plans(unit_c), 0, 0); });
+  vec_warp_with_row_unit(row_unit, [&](auto unit_c) {
+    warp_stager<C, decltype(unit_c)::value>(chunks, ring, lane, a, x, k_shift, v_shift).stage(0, 0);
+  });
   // ---- Q fragments (B operand of the scores), in registers (vec_warp_load_q) -------------------
-  constexpr bool integer_scores = C::integer_scores;
   vec_warp_q_frags<C> q_frag;
   vec_warp_q_bytes_of<C> q_hi, q_lo;
   float score_unit[2] = {1.0f, 1.0f};
   vec_warp_load_q(q_frag, q_hi, q_lo, score_unit, queries, a, smem, lut, warp, lane, g, t);
 
-  // The group loop. The staging above, the scores and the softmax's maximum update below, and the
-  // merge after the loop stay in the kernel (and its lambdas): as functions taking the same
-  // references, each compiles to different code (other address arithmetic, a branch where the
-  // maximum vote short-circuits), so only the steps that compile to the same code are functions.
-  auto run_groups = [&](auto unit_c) {
-    const auto plans = copy_plans(unit_c);
-    // A chunk's packed bits. Rows staged in 16-byte units start 4-byte aligned (their shift is 0,
-    // 4, 8 or 12), so the qs words of their odd blocks are aligned: one 32-bit load instead of
-    // two 16-bit loads and a multiply-add to join them.
-    auto load_chunk = [&](const char* row, int b, int q) {
-      if (decltype(unit_c)::value == 16 && (b & 1)) return L::template load_raw<true>(row, b, q);
-      return L::load_raw(row, b, q);
-    };
+  // ---- the group loop, one copy per staging form (vec_warp_with_row_unit) -----------------------
+  vec_warp_with_row_unit(row_unit, [&](auto unit_c) {
+    constexpr int unit = decltype(unit_c)::value;
+    warp_stager<C, unit> stager(chunks, ring, lane, a, x, k_shift, v_shift);
+    // Staged rows lie row_bytes apart in a run, a slot's pitch apart otherwise.
+    constexpr int row_pitch = unit == vec_row_span ? C::row_bytes : C::pitch;
     TURBO3_UNROLL
-    for (int i = 1; i < C::stages - 1; ++i) stage(unit_c, plans, i, i * C::ring_stride);
-    // The first claim, only now: it is first taken by the staging of group 2 * GROUPS_PER_CHUNK, two groups
-    // later. Issued at the kernel's start, its atomic queues ahead of the Q work and the first
+    for (int i = 1; i < C::stages - 1; ++i) stager.stage(i, i * C::ring_stride);
+    // The first claim, only now: it is first taken by the staging of group 2 * groups_per_chunk, two
+    // groups later. Issued at the kernel's start, its atomic queues ahead of the Q work and the first
     // copies (docs/performance.md, decode).
-    if (lane == 0) claimed = platform::atomic_add(work_counter, 1u);
+    chunks.claim();
 
     int use_slot = 0, fill_slot = (C::stages - 1) * C::ring_stride;  // ring offsets of groups i and i + stages - 1
-    for (int i = 0; group_start(i) < x.kv_end; ++i) {  // warp-uniform
-      stage(unit_c, plans, i + C::stages - 1, fill_slot);
-      fill_slot = next_slot(fill_slot);
+    for (int i = 0; chunks.group_start(i) < x.kv_end; ++i) {  // warp-uniform
+      stager.stage(i + C::stages - 1, fill_slot);
+      fill_slot = stager.next_slot(fill_slot);
       platform::async_wait<C::stages - 1>();
       platform::sync_warp();
       const char* k_tile = reinterpret_cast<const char*>(ring + use_slot) + k_shift;
       const char* v_tile = reinterpret_cast<const char*>(ring + use_slot) + C::tile_bytes + v_shift;
-      use_slot = next_slot(use_slot);
-      const int j0 = group_start(i);
+      use_slot = stager.next_slot(use_slot);
+      const int j0 = chunks.group_start(i);
       const int n = min(G, x.kv_end - j0);
 
       // The value phase's packed bits, read now so their latency hides behind the scores.
@@ -693,62 +953,17 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, vec_warp_min_blocks
       TURBO3_UNROLL
       for (int b = 0; b < C::blocks; ++b) {
         TURBO3_UNROLL
-        for (int k = 0; k < 4; ++k) v_raw[b][k] = load_chunk(v_tile + value_key(k) * C::pitch, b, g);
+        for (int k = 0; k < 4; ++k)
+          v_raw[b][k] = vec_warp_load_chunk<unit>(v_tile + vec_warp_value_key(k, t) * row_pitch, b, g);
       }
 
       // ---- scores S (16 keys x 8 rows); rows past n hold stale bytes and are masked below --------
-      const char* row_a = k_tile + g * C::pitch;
-      const char* row_b = row_a + 8 * C::pitch;
+      // The rows of keys g and g + 8, here: computed in vec_warp_scores, they take other address
+      // arithmetic.
+      const char* row_a = k_tile + g * row_pitch;
+      const char* row_b = row_a + 8 * row_pitch;
       float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // (key g, row 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1)
-      TURBO3_UNROLL
-      for (int b = 0; b < C::blocks; ++b) {
-        const float norm_a = L::scale(row_a, b), norm_b = L::scale(row_b, b);
-        if constexpr (integer_scores) {
-          int hh[4] = {}, hl[4] = {}, lh[4] = {};  // K_hi Q_hi, K_hi Q_lo, K_lo Q_hi: three independent chains
-          TURBO3_UNROLL
-          for (int h = 0; h < 2; ++h) {
-            uint32_t ha[4], la[4], hb[4], lb[4];
-            L::decode_i8(load_chunk(row_a, b, t + 4 * h), lut, ha, la);
-            L::decode_i8(load_chunk(row_b, b, t + 4 * h), lut, hb, lb);
-            TURBO3_UNROLL
-            for (int k = 0; k < 2; ++k) {
-              const uint32_t k_hi[4] = {ha[2 * k], hb[2 * k], ha[2 * k + 1], hb[2 * k + 1]};
-              const uint32_t k_lo[4] = {la[2 * k], lb[2 * k], la[2 * k + 1], lb[2 * k + 1]};
-              const int f = (b * 2 + h) * 2 + k;
-              const uint32_t qh[2] = {q_hi[f].x, q_hi[f].y}, ql[2] = {q_lo[f].x, q_lo[f].y};
-              platform::mma_m16n8k32_s8(hh, k_hi, qh);
-              platform::mma_m16n8k32_s8(hl, k_hi, ql);
-              platform::mma_m16n8k32_s8(lh, k_lo, qh);
-            }
-          }
-          TURBO3_UNROLL
-          for (int e = 0; e < 4; ++e)  // |128 hh + hl + lh| < 2^29 over a block: exact in int32
-            s[e] += (e < 2 ? norm_a : norm_b) * static_cast<float>(128 * hh[e] + hl[e] + lh[e]);
-        } else {
-          float part[2][4] = {};  // one accumulator per chunk half: two independent mma chains
-          TURBO3_UNROLL
-          for (int h = 0; h < 2; ++h) {
-            uint32_t ha[8], hb[8];
-            L::decode_half2(load_chunk(row_a, b, t + 4 * h), lut, ha);
-            L::decode_half2(load_chunk(row_b, b, t + 4 * h), lut, hb);
-            TURBO3_UNROLL
-            for (int k = 0; k < 4; ++k) {
-              const uint32_t frag[4] = {ha[2 * k], hb[2 * k], ha[2 * k + 1], hb[2 * k + 1]};
-              const uint2 qf = q_frag[(b * 2 + h) * 4 + k];
-              const uint32_t qb[2] = {qf.x, qf.y};
-              platform::mma_m16n8k16(part[h], frag, qb);
-            }
-          }
-          s[0] += norm_a * (part[0][0] + part[1][0]);
-          s[1] += norm_a * (part[0][1] + part[1][1]);
-          s[2] += norm_b * (part[0][2] + part[1][2]);
-          s[3] += norm_b * (part[0][3] + part[1][3]);
-        }
-      }
-      if constexpr (integer_scores) {
-        TURBO3_UNROLL
-        for (int e = 0; e < 4; ++e) s[e] *= score_unit[e & 1];
-      }
+      vec_warp_scores<C, unit>(s, row_a, row_b, q_frag, q_hi, q_lo, score_unit, lut, t);
 
       vec_warp_early_values<C> v_early;
       vec_warp_decode_early<C>(v_early, v_raw, lut);
@@ -757,7 +972,9 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, vec_warp_min_blocks
       vec_warp_mask_scores<MASKED>(s, a, key_limit, row_mask, row_slope, j0, last_key, g);
       // Once a few groups are in, the running maxima rarely grow: where no score of the group exceeds
       // its row's running maximum in any lane (one vote), the maxima stay, alpha is 1 and the
-      // reduction over the key lanes is skipped; the values are the full update's to the bit.
+      // reduction over the key lanes is skipped; the values are the full update's to the bit. This
+      // update stays in the kernel: as a function it compiles to other code (the vote's condition
+      // without the branch where it short-circuits, other register moves).
       float p[4], alpha[2] = {1.0f, 1.0f};
       const bool update =
           platform::any_in_warp(s[0] > m_run[0] || s[2] > m_run[0] || s[1] > m_run[1] || s[3] > m_run[1]);
@@ -779,77 +996,17 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, vec_warp_min_blocks
       }
 
       vec_warp_rescale<C>(acc, alpha, update, t);
-      vec_warp_accumulate_values<C>(acc, p, v_raw, v_early, v_tile, n, lut, place_sel, g, t);
+      vec_warp_accumulate_values<row_pitch, C>(acc, p, v_raw, v_early, v_tile, n, lut, place_sel, g, t);
       platform::sync_warp();  // the ring slot is rewritten by a later step
     }
-  };
-  with_row_unit(run_groups);
+  });
   platform::async_wait<0>();
   platform::sync_warp();  // the warp's copies have landed and every lane is past its last reads
 
-  // ---- merge the warps: each writes its rows into its own ring slots as soon as its loop ends (the
-  // other warps may still be running theirs), so after the barrier only the combine is left: a
-  // thread per 4 values of a row, one 16-byte load per warp and one 16-byte store of the partial
-  // row. Rows written after the barrier would store with a 4-way bank conflict, every warp at once
-  // (docs/performance.md, decode).
-  TURBO3_UNROLL
-  for (int e = 0; e < 2; ++e)
-    TURBO3_UNROLL
-    for (int o = 4; o < 32; o *= 2) l_run[e] += platform::shfl_xor(l_run[e], o);
-  auto merge_row = [&](int w, int r) {
-    return reinterpret_cast<float*>(smem + w * C::stage_bytes + (r / C::merge_rows_per_slot) * C::ring_stride +
-                                    (r % C::merge_rows_per_slot) * C::merge_pitch * 4);
-  };
-  TURBO3_UNROLL
-  for (int cb = 0; cb < COL_BLOCKS; ++cb) {
-    if (4 * cb + t < x.active_rows) {
-      float* row = merge_row(warp, 4 * cb + t);
-      TURBO3_UNROLL
-      for (int m = 0; m < v_tiles; ++m) {
-        const int c = 8 * (m / 4) + g, kk = m % 4;
-        float* chunk = row + c * kv::chunk_values;
-        chunk[L::value_of_slot(2 * kk)] = acc[cb][m][0];
-        chunk[L::value_of_slot(2 * kk + 1)] = acc[cb][m][1];
-        chunk[L::value_of_slot(2 * kk + 8)] = acc[cb][m][2];
-        chunk[L::value_of_slot(2 * kk + 9)] = acc[cb][m][3];
-      }
-    }
-  }
-  if (g == 0) {
-    TURBO3_UNROLL
-    for (int e = 0; e < 2; ++e) {
-      if (2 * t + e < x.active_rows) {
-        float* row = merge_row(warp, 2 * t + e);
-        row[D] = m_run[e];
-        row[D + 1] = l_run[e];
-      }
-    }
-  }
+  // ---- merge the warps (vec_warp_write_rows, then vec_warp_combine_warps) ------------------------
+  vec_warp_write_rows<C>(smem, acc, m_run, l_run, x, warp, g, t);
   platform::sync_threads();
-  constexpr int quads = D / 4;
-  for (int idx = tid; idx < x.active_rows * quads; idx += C::threads) {
-    const int r = idx / quads, d = 4 * (idx % quads);
-    float m_w[C::n_warps], m_all = -INFINITY;
-    TURBO3_UNROLL
-    for (int w = 0; w < C::n_warps; ++w) {
-      m_w[w] = merge_row(w, r)[D];
-      m_all = fmaxf(m_all, m_w[w]);
-    }
-    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    float l = 0.0f;
-    TURBO3_UNROLL
-    for (int w = 0; w < C::n_warps; ++w) {
-      if (m_w[w] == -INFINITY) continue;  // no visible key in that warp's groups
-      const float s = platform::exp2_fast(m_w[w] - m_all);
-      const float* row = merge_row(w, r);
-      const float4 u = *reinterpret_cast<const float4*>(row + d);
-      v.x += s * u.x, v.y += s * u.y, v.z += s * u.z, v.w += s * u.w;
-      l += s * row[D + 1];
-    }
-    float* dst = a.partial + vec_partial_row(a, x.seq, x.kv_block, x.q_tile, x.split, blocks_per_seq, ROWS, r, D);
-    *reinterpret_cast<float4*>(dst + d) = v;
-    if (d == 0) dst[D] = m_all, dst[D + 1] = l;
-  }
+  vec_warp_combine_warps<C>(a, x, smem, blocks_per_seq, tid);
   merge_splits_if_last<D, ROWS, C::threads>(a, x, head_splits, tid);
 }
 

@@ -1,7 +1,11 @@
 // Per-storage-type K/V loaders. A row of D values is read in chunks of 16 values, decoded to
 // float in the loader's own slot order (slot(e) is where value e of a chunk lands). Values are
 // left unscaled: a turbo3 row carries one norm per 128-value block, which the kernels apply once
-// per block (scores) or fold into the softmax weight (values), never per element.
+// per block (scores) or fold into the softmax weight (values), never per element; a loader's
+// values_per_scale says how many values share one scale(row, group). may_rotate: whether the
+// loader can read values stored rotated (docs/format.md §5), so a kernel over it compiles the
+// rotation of Q (whether it runs is the call's: attention_views::rotate_q). The turbo4, turbo2 and
+// q8_0 loaders and kv::any_loader (the type chosen at run time) are in loader_*.hpp.
 #pragma once
 
 #include <cmath>
@@ -16,10 +20,18 @@
 
 namespace turbo3 {
 
-// The K/V storage types the kernels have a loader for (kv::f16_loader, kv::turbo3_loader). The
-// other K/V types validate() accepts (turbo4, turbo2, q8_0) have none: every route's *_supported()
-// returns unsupported for them, so no kernel is instantiated or launched with one.
-constexpr bool has_kernel_loader(data_type t) { return t == data_type::f16 || t == data_type::turbo3; }
+// The K/V storage types some kernel reads: every K/V type validate() accepts. The scalar VEC
+// kernel and the materialize copy read all of them (kv::any_loader, the per-type loaders).
+constexpr bool has_kernel_loader(data_type t) {
+  return t == data_type::f16 || t == data_type::turbo3 || t == data_type::turbo4 || t == data_type::turbo2 ||
+         t == data_type::q8_0;
+}
+
+// The K/V storage types the TILE, MMA and matrix / warp VEC kernels read (kv::f16_loader,
+// kv::turbo3_loader only: their decode is written for turbo3's bit layout). Their *_supported()
+// return unsupported for the others, which the automatic route sends to materialize (prefill) or
+// the scalar VEC kernel (decode).
+constexpr bool has_tile_loader(data_type t) { return t == data_type::f16 || t == data_type::turbo3; }
 
 // The eight codebook levels as fp16 bytes split into two planes (low bytes, high bytes), four
 // registers in all: a byte permute with 3-bit indices looks up four levels at once.
@@ -100,6 +112,7 @@ inline constexpr int chunk_values = 16;
 struct turbo3_loader {
   static constexpr data_type type = data_type::turbo3;
   static constexpr int values_per_scale = block_values;  // one norm per 128 values
+  static constexpr bool may_rotate = true;
   // Decoded chunk order: values 0,2,4,...,14 then 1,3,...,15.
   TURBO3_HD static constexpr int slot(int e) { return (e & 1) * 8 + (e >> 1); }
   // The inverse: the value (0..15 within a chunk) decoded into slot s.
@@ -236,6 +249,7 @@ struct turbo3_loader {
 struct f16_loader {
   static constexpr data_type type = data_type::f16;
   static constexpr int values_per_scale = 1 << 30;  // no per-block scale
+  static constexpr bool may_rotate = false;
   TURBO3_HD static constexpr int slot(int e) { return e; }
   TURBO3_HD static constexpr int value_of_slot(int s) { return s; }
 
