@@ -49,6 +49,13 @@ if has tests; then
     stamp "through turbo3: test-backend-ops -o FLASH_ATTN_EXT"
     lib test-backend-ops -b CUDA0 -o FLASH_ATTN_EXT 2>&1 | grep -vE "^\s*$"
   } > "$OUT/test-backend-ops.txt" 2>&1
+  {  # the rotations the fork applies around attention, which the library also serves
+    stamp "unpatched fork: test-backend-ops -o TURBO_WHT"
+    base test-backend-ops -b CUDA0 -o TURBO_WHT 2>&1 | grep -E "TURBO_WHT|tests passed|turbo3:"
+    stamp "through turbo3: test-backend-ops -o TURBO_WHT"
+    lib test-backend-ops -b CUDA0 -o TURBO_WHT 2>&1 | grep -E "TURBO_WHT|tests passed|turbo3:"
+  } > "$OUT/test-backend-ops-wht.txt" 2>&1
+  cat "$OUT/test-backend-ops-wht.txt"
   # per build: cases passed, failed and not supported, overall and with a turbo3 K/V
   sed 's/\x1b\[[0-9;]*m//g' "$OUT/test-backend-ops.txt" | awk '
     /^### unpatched/ { s = "unpatched" } /^### through turbo3/ { s = "turbo3 " }
@@ -88,8 +95,8 @@ fi
 if has setrows; then
   {
     for m in $MODELS; do
-      bench "through turbo3, fork SET_ROWS" lib "$m" turbo3 -p 512 -n 128 -d 0,8192
-      GGML_TURBO3_SET_ROWS=1 bench "through turbo3, SET_ROWS through write_rows" lib "$m" turbo3 -p 512 -n 128 -d 0,8192
+      bench "through turbo3 (SET_ROWS through write_rows)" lib "$m" turbo3 -p 512,2048 -n 128 -d 0,8192
+      GGML_TURBO3_SET_ROWS=0 bench "through turbo3, the fork's SET_ROWS" lib "$m" turbo3 -p 512,2048 -n 128 -d 0,8192
     done
   } >> "$OUT/llama-bench.txt" 2>&1
   tail -30 "$OUT/llama-bench.txt"
@@ -139,7 +146,7 @@ if has perplexity; then
       ppl "unpatched fork (base logits)" base "$m" f16 --kl-divergence-base "$WORK/$m.kld"
       ppl "unpatched fork" base "$m" turbo3 --kl-divergence-base "$WORK/$m.kld" --kl-divergence
       ppl "through turbo3" lib "$m" turbo3 --kl-divergence-base "$WORK/$m.kld" --kl-divergence
-      GGML_TURBO3_SET_ROWS=1 ppl "through turbo3, SET_ROWS through write_rows" lib "$m" turbo3 \
+      GGML_TURBO3_SET_ROWS=0 ppl "through turbo3, the fork's SET_ROWS (the unpatched cache bytes)" lib "$m" turbo3 \
         --kl-divergence-base "$WORK/$m.kld" --kl-divergence
       # the arithmetic alone: the library's f16 kernels against the fork's, on the same f16 cache
       GGML_TURBO3=all ppl "through turbo3 (f16 nodes too)" lib "$m" f16 --kl-divergence-base "$WORK/$m.kld" --kl-divergence
