@@ -20,6 +20,7 @@
 #include "turbo3/platform/device.hpp"
 #include "turbo3/platform/async_copy.hpp"
 #include "turbo3/platform/device_state.hpp"
+#include "turbo3/rotate.hpp"
 #include "turbo3/status.hpp"
 #include "turbo3/types.hpp"
 
@@ -69,12 +70,11 @@ TURBO3_DEVICE TURBO3_FORCEINLINE codebook_table write_table(const codebook_table
 TURBO3_DEVICE TURBO3_FORCEINLINE turbo4_codebook_table write_table(const turbo4_codebook_table&) { return turbo4_codebook(); }
 TURBO3_DEVICE TURBO3_FORCEINLINE turbo2_codebook_table write_table(const turbo2_codebook_table&) { return turbo2_codebook(); }
 
-// 32 lanes quantize one 128-group, 4 consecutive values per lane (a wave64 holds two groups): the
-// butterfly's first two stages in registers and the other five over shuffles (as rotate_groups),
-// one load and a few stores per lane. A work-group per group with a barrier per stage is latency-
+// 32 lanes quantize one 128-group, 4 consecutive values per lane (a wave64 holds two groups),
+// rotating them as rotate_groups does (rotate_lane_values), one load and a few stores per lane. A work-group per group with a barrier per stage is latency-
 // bound at about a tenth of the memory's rate (docs/performance.md, cache write).
-inline constexpr int write_lanes_per_group = 32;
-inline constexpr int write_values_per_lane = block_values / write_lanes_per_group;
+inline constexpr int write_lanes_per_group = rotate_lanes_per_group;
+inline constexpr int write_values_per_lane = rotate_values_per_lane;
 inline constexpr int write_group_threads = 256;
 inline constexpr int write_groups_per_block = write_group_threads / write_lanes_per_group;
 static_assert(write_values_per_lane == 4, "4 consecutive values per lane");
@@ -172,31 +172,14 @@ TURBO3_UNROLL
     // §3 steps 1-2: the norm from the sequential sum of squares
     const float norm = platform::sqrt_rn(sequential_group_sum(group_smem, lane, v));
     const float inv = (norm > 1e-10f) ? platform::div_rn(1.0f, norm) : 0.0f;
+    // §3 step 3: the normalized values rotated
 TURBO3_UNROLL
-    for (int k = 0; k < 4; ++k) v[k] = platform::mul_rn(x[k], inv) * rotation_s1(first + k);
-    // §3 step 3b: the butterfly; the lower value of a pair becomes a + b, the upper a - b
-TURBO3_UNROLL
-    for (int h = 1; h < 4; h <<= 1)
-TURBO3_UNROLL
-      for (int k = 0; k < 4; ++k)
-        if ((k & h) == 0) {
-          const float a = v[k], b = v[k + h];
-          v[k] = platform::add_rn(a, b);
-          v[k + h] = platform::add_rn(a, -b);
-        }
-TURBO3_UNROLL
-    for (int lane_mask = 1; lane_mask < write_lanes_per_group; lane_mask <<= 1) {
-      const bool upper = (lane & lane_mask) != 0;
-TURBO3_UNROLL
-      for (int k = 0; k < 4; ++k) {
-        const float partner = platform::shfl_xor(v[k], lane_mask, write_lanes_per_group);
-        v[k] = upper ? platform::add_rn(partner, -v[k]) : platform::add_rn(v[k], partner);
-      }
-    }
+    for (int k = 0; k < 4; ++k) v[k] = platform::mul_rn(x[k], inv);
+    rotate_lane_values(v, lane, rotation_direction::forward);
     int idx[4];
 TURBO3_UNROLL
     for (int k = 0; k < 4; ++k) {
-      const float y = platform::mul_rn(v[k], rotation_scale) * rotation_s2(first + k);
+      const float y = v[k];
       idx[k] = quantize_index(cb, y);
       const float level = levels[idx[k]];
       v[k] = platform::mul_rn(level, level);
