@@ -185,36 +185,29 @@ struct wg_smem {
   TURBO3_DEVICE TURBO3_FORCEINLINE int* mask_end() const { return reinterpret_cast<int*>(base + C::off_row); }  // [rows]
 };
 
-template <int D, class KL, class VL, class C>
-TURBO3_DEVICE void mma_wg_body(const prefill_args& a) {
-  using platform::frag_a;
-  using platform::frag_acc;
-  constexpr bool t3 = KL::type == data_type::turbo3;
-  // turbo3 overlaps the softmax with P V of the tile before (faster causal, slightly slower
-  // masked); f16 runs one tile at a time (pipelined, two sets of P spill next to O and it is
-  // slower: docs/performance.md, MMA).
-  constexpr bool pipelined = t3;
-  static_assert(KL::type == VL::type, "K and V of one type");
-  const wg_smem<C> sm;
-  float* const q_stage = sm.q_stage();
-  int* const mask_end_s = sm.mask_end();
+// ---- mma_wg_body's K/V fills ------------------------------------------------------------------------
 
-  const int tid = static_cast<int>(threadIdx.x);
-  const int warp = tid / C::wave, wg = platform::shfl(warp / 4, 0);  // one per warp: uniform descriptors
-  const prefill_block blk = prefill_block_of(a);
-  const int q_tile = blk.q_tile, kv_head = blk.kv_head, head_group = blk.head_group, seq = blk.seq;
-  const turbo3_lut lut = lut_for<KL, VL>(a.lut);
+// How mma_wg_body's key tiles reach the K/V buffers, every thread taking part: turbo3 raw rows
+// copied into their rings (issue_stage) and decoded from there (decode_tile), f16 rows copied
+// straight into a buffer (copy_tile). kv_end is the kernel's own: the mask lowers it once the
+// first copies are out.
+template <class KL, class C>
+struct wg_fills {
+  const prefill_args& a;
+  const wg_smem<C>& sm;
+  const turbo3_lut& lut;
+  const char* const k_head;
+  const char* const v_head;
+  const int& kv_end;
+  const int tid;
+  // Where a row of K or V starts in its ring slot row: the low four bits of its address.
+  const uint32_t k_low, v_low;
 
-  int kv_end = prefill_kv_end(a, q_tile);
-  const char* const k_head = a.k + kv_head * a.k_nb2 + seq * a.k_nb3;
-  const char* const v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
-
-  // ---- tile fills ---------------------------------------------------------------------------------
   // turbo3: the raw rows of K (v_side false) or V of tile t into slot t % 2 of their ring, in
   // 16-byte segments from the aligned segment holding a row's first byte (a row sits
   // (its address & 15) bytes into its slot; nothing past the view's end is read), one lane per
   // segment. One commit group per call (empty past the last tile).
-  auto issue_stage = [&](int t, bool v_side) {
+  TURBO3_DEVICE TURBO3_FORCEINLINE void issue_stage(int t, bool v_side) const {
     const int j0 = t * C::keys, n_valid = min(C::keys, kv_end - j0);
     const char* const head = v_side ? v_head : k_head;
     const int64_t nb1 = v_side ? a.v_nb1 : a.k_nb1;
@@ -237,15 +230,14 @@ TURBO3_DEVICE void mma_wg_body(const prefill_args& a) {
       }
     }
     platform::async_commit();
-  };
-  const uint32_t k_low = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(k_head));
-  const uint32_t v_low = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(v_head));
+  }
+
   // turbo3: K (v_side false) or V of tile t from its ring slot into dst. Items are chunks, a row's
   // chunks on neighbouring lanes (the stage reads fall on distinct banks, so do the swizzled
   // stores); keys past the tile decode to zeros (norm 0).
   // In rounds of two chunks per thread (the loads of a round issued together), which keeps the
   // registers next to O, S and two sets of P in bounds.
-  auto decode_tile = [&](int t, bool v_side, unsigned char* dst) {
+  TURBO3_DEVICE TURBO3_FORCEINLINE void decode_tile(int t, bool v_side, unsigned char* dst) const {
     constexpr int per_thread = C::keys * C::chunks / C::threads, batch = 2;
     static_assert(per_thread % batch == 0, "whole rounds");
     const int j0 = t * C::keys, n_valid = min(C::keys, kv_end - j0);
@@ -271,9 +263,10 @@ TURBO3_DEVICE void mma_wg_body(const prefill_args& a) {
         *reinterpret_cast<uint4*>(dst + wg_piece(key, 2 * c + 1, C::keys)) = make_uint4(w[4], w[5], w[6], w[7]);
       }
     }
-  };
+  }
+
   // f16: K and V of tile t copied into buffer b (one commit group); keys past the tile are zeros.
-  auto copy_tile = [&](int t, int b) {
+  TURBO3_DEVICE TURBO3_FORCEINLINE void copy_tile(int t, int b) const {
     constexpr int per_thread = C::keys * C::pieces / C::threads;
     const int j0 = t * C::keys, n_valid = min(C::keys, kv_end - j0);
     const platform::async_destination kd = platform::async_destination_of(sm.k16(b));
@@ -287,19 +280,56 @@ TURBO3_DEVICE void mma_wg_body(const prefill_args& a) {
       platform::async_copy16_or_zero(vd + wg_piece(key, p, C::keys), v_head + row * a.v_nb1 + 16 * p, ok);
     }
     platform::async_commit();
-  };
+  }
+};
+
+// ---- the one-work-group form ------------------------------------------------------------------------
+
+template <int D, class KL, class VL, class C>
+TURBO3_DEVICE void mma_wg_body(const prefill_args& a) {
+  using platform::frag_a;
+  using platform::frag_acc;
+  constexpr bool t3 = KL::type == data_type::turbo3;
+  // turbo3 overlaps the softmax with P V of the tile before (faster causal, slightly slower
+  // masked); f16 runs one tile at a time (pipelined, two sets of P spill next to O and it is
+  // slower: docs/performance.md, MMA).
+  constexpr bool pipelined = t3;
+  static_assert(KL::type == VL::type, "K and V of one type");
+  const wg_smem<C> sm;
+  float* const q_stage = sm.q_stage();
+  int* const mask_end_s = sm.mask_end();
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const int warp = tid / C::wave, wg = platform::shfl(warp / 4, 0);  // one per warp: uniform descriptors
+  const prefill_block blk = prefill_block_of(a);
+  const int q_tile = blk.q_tile, kv_head = blk.kv_head, head_group = blk.head_group, seq = blk.seq;
+  const turbo3_lut lut = lut_for<KL, VL>(a.lut);
+
+  int kv_end = prefill_kv_end(a, q_tile);
+  const char* const k_head = a.k + kv_head * a.k_nb2 + seq * a.k_nb3;
+  const char* const v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
+
+  const wg_fills<KL, C> fills{a,
+                              sm,
+                              lut,
+                              k_head,
+                              v_head,
+                              kv_end,
+                              tid,
+                              static_cast<uint32_t>(reinterpret_cast<uintptr_t>(k_head)),
+                              static_cast<uint32_t>(reinterpret_cast<uintptr_t>(v_head))};
 
   // The first tiles' copies go out before Q is read (kv_end without the mask: the mask may end the
   // keys sooner, then they are multiplied with zero weight or not at all). Pipelined: K of tiles 0
   // and 1 and V of tile 0; else K and V of tiles 0 and 1 (turbo3 raw rows) or of tile 0 (f16).
   if constexpr (t3) {
-    issue_stage(0, false);
-    issue_stage(0, true);
-    issue_stage(1, false);
-    if constexpr (!pipelined) issue_stage(1, true);
+    fills.issue_stage(0, false);
+    fills.issue_stage(0, true);
+    fills.issue_stage(1, false);
+    if constexpr (!pipelined) fills.issue_stage(1, true);
   } else {
     static_assert(!pipelined, "the pipelined schedule decodes turbo3 tiles");
-    copy_tile(0, 0);
+    fills.copy_tile(0, 0);
   }
 
   // ---- Q: prescaled, rotated when asked, f16 in K's slot order, swizzled -------------------------
@@ -332,8 +362,8 @@ TURBO3_DEVICE void mma_wg_body(const prefill_args& a) {
   platform::async_wait<0>();
   if constexpr (t3) {
     platform::sync_threads();
-    decode_tile(0, false, sm.k16(0));
-    if constexpr (!pipelined) decode_tile(0, true, sm.v16(0));
+    fills.decode_tile(0, false, sm.k16(0));
+    if constexpr (!pipelined) fills.decode_tile(0, true, sm.v16(0));
   }
   platform::shared_writes_to_async();
   platform::sync_threads();
@@ -364,16 +394,16 @@ TURBO3_DEVICE void mma_wg_body(const prefill_args& a) {
   };
   for (int t = 0; t < n_tiles; ++t) {
     const int j0 = t * C::keys, b = t & 1;
-    issue_stage(t + 2, false);
-    issue_stage(t + 1, true);
+    fills.issue_stage(t + 2, false);
+    fills.issue_stage(t + 1, true);
 
     frag_acc s_acc[C::n_tiles_k];
     hold_o_p();
     platform::wg_fence();
     mul.issue_s(s_acc, b);
     mul.issue_pv(o_acc, pa, b ^ 1);  // tile t - 1
-    decode_tile(t + 1, false, sm.k16(b ^ 1));
-    decode_tile(t, true, sm.v16(b));
+    fills.decode_tile(t + 1, false, sm.k16(b ^ 1));
+    fills.decode_tile(t, true, sm.v16(b));
     platform::wg_wait<1>();  // S of tile t
     platform::wg_hold(s_acc);
 
@@ -406,16 +436,16 @@ TURBO3_DEVICE void mma_wg_body(const prefill_args& a) {
     const int j0 = t * C::keys, b = t & 1;
     // The other buffer and ring slot t % 2 were last read during tile t - 1 (waited before its barrier).
     if constexpr (t3) {
-      issue_stage(t + 2, false);
-      issue_stage(t + 2, true);
+      fills.issue_stage(t + 2, false);
+      fills.issue_stage(t + 2, true);
     } else if (t + 1 < n_tiles) {
-      copy_tile(t + 1, b ^ 1);
+      fills.copy_tile(t + 1, b ^ 1);
     }
 
     frag_acc s_acc[C::n_tiles_k];
     platform::wg_fence();
     mul.issue_s(s_acc, b);
-    if constexpr (t3) decode_tile(t + 1, false, sm.k16(b ^ 1));
+    if constexpr (t3) fills.decode_tile(t + 1, false, sm.k16(b ^ 1));
     platform::wg_wait<0>();
     platform::wg_hold(s_acc);
 
@@ -426,7 +456,7 @@ TURBO3_DEVICE void mma_wg_body(const prefill_args& a) {
     for (int ks = 0; ks < C::n_tiles_k; ++ks) platform::wg_hold(pa[ks]);
     platform::wg_fence();
     mul.issue_pv(o_acc, pa, b);
-    if constexpr (t3) decode_tile(t + 1, true, sm.v16(b ^ 1));
+    if constexpr (t3) fills.decode_tile(t + 1, true, sm.v16(b ^ 1));
     platform::wg_wait<0>();
     platform::wg_hold(o_acc);
 
