@@ -193,6 +193,13 @@ struct wg_smem {
 // first copies are out.
 template <class KL, class C>
 struct wg_fills {
+  static constexpr bool t3 = KL::type == data_type::turbo3;
+  // turbo3 overlaps the softmax with P V of the tile before (faster causal, slightly slower
+  // masked); f16 runs one tile at a time (pipelined, two sets of P spill next to O and it is
+  // slower: docs/performance.md, MMA).
+  static constexpr bool pipelined = t3;
+  static_assert(t3 || !pipelined, "the pipelined schedule decodes turbo3 tiles");
+
   const prefill_args& a;
   const wg_smem<C>& sm;
   const turbo3_lut& lut;
@@ -281,19 +288,61 @@ struct wg_fills {
     }
     platform::async_commit();
   }
+
+  // The first tiles' copies go out before Q is read (kv_end without the mask: the mask may end the
+  // keys sooner, then they are multiplied with zero weight or not at all). Pipelined: K of tiles 0
+  // and 1 and V of tile 0; else K and V of tiles 0 and 1 (turbo3 raw rows) or of tile 0 (f16).
+  TURBO3_DEVICE TURBO3_FORCEINLINE void start() const {
+    if constexpr (t3) {
+      issue_stage(0, false);
+      issue_stage(0, true);
+      issue_stage(1, false);
+      if constexpr (!pipelined) issue_stage(1, true);
+    } else {
+      copy_tile(0, 0);
+    }
+  }
+
+  // Tile 0 into buffer 0 (pipelined: K only, and V buffer 1 zeroed for the empty first P V), for
+  // the multiplies to read.
+  TURBO3_DEVICE TURBO3_FORCEINLINE void open_first() const {
+    if constexpr (pipelined) {
+      for (int i = tid; i < static_cast<int>(C::kv_bytes / 16); i += C::threads)
+        reinterpret_cast<uint4*>(sm.v16(1))[i] = make_uint4(0u, 0u, 0u, 0u);
+    }
+    platform::async_wait<0>();
+    if constexpr (t3) {
+      platform::sync_threads();
+      decode_tile(0, false, sm.k16(0));
+      if constexpr (!pipelined) decode_tile(0, true, sm.v16(0));
+    }
+    platform::shared_writes_to_async();
+    platform::sync_threads();
+  }
+
+  // The end of a step: its copies landed (f16: tile t + 1; turbo3: the ring slots it copied), its
+  // decodes and copies visible to the multiplies, and every warpgroup past its reads of the
+  // buffers the next step refills.
+  TURBO3_DEVICE TURBO3_FORCEINLINE void close() const {
+    platform::async_wait<0>();
+    platform::shared_writes_to_async();
+    platform::sync_threads();
+  }
 };
+
+// O's and P's registers stay where they were last written, before the fence that opens the next
+// multiplies (wg_hold).
+template <int ND, int NK>
+TURBO3_DEVICE TURBO3_FORCEINLINE void wg_hold_o_p(platform::frag_acc (&o_acc)[ND], platform::frag_a (&pa)[NK]) {
+  platform::wg_hold(o_acc);
+  TURBO3_UNROLL
+  for (int ks = 0; ks < NK; ++ks) platform::wg_hold(pa[ks]);
+}
 
 // ---- the one-work-group form ------------------------------------------------------------------------
 
 template <int D, class KL, class VL, class C>
 TURBO3_DEVICE void mma_wg_body(const prefill_args& a) {
-  using platform::frag_a;
-  using platform::frag_acc;
-  constexpr bool t3 = KL::type == data_type::turbo3;
-  // turbo3 overlaps the softmax with P V of the tile before (faster causal, slightly slower
-  // masked); f16 runs one tile at a time (pipelined, two sets of P spill next to O and it is
-  // slower: docs/performance.md, MMA).
-  constexpr bool pipelined = t3;
   static_assert(KL::type == VL::type, "K and V of one type");
   const wg_smem<C> sm;
   float* const q_stage = sm.q_stage();
@@ -308,7 +357,6 @@ TURBO3_DEVICE void mma_wg_body(const prefill_args& a) {
   int kv_end = prefill_kv_end(a, q_tile);
   const char* const k_head = a.k + kv_head * a.k_nb2 + seq * a.k_nb3;
   const char* const v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
-
   const wg_fills<KL, C> fills{a,
                               sm,
                               lut,
@@ -318,24 +366,11 @@ TURBO3_DEVICE void mma_wg_body(const prefill_args& a) {
                               tid,
                               static_cast<uint32_t>(reinterpret_cast<uintptr_t>(k_head)),
                               static_cast<uint32_t>(reinterpret_cast<uintptr_t>(v_head))};
-
-  // The first tiles' copies go out before Q is read (kv_end without the mask: the mask may end the
-  // keys sooner, then they are multiplied with zero weight or not at all). Pipelined: K of tiles 0
-  // and 1 and V of tile 0; else K and V of tiles 0 and 1 (turbo3 raw rows) or of tile 0 (f16).
-  if constexpr (t3) {
-    fills.issue_stage(0, false);
-    fills.issue_stage(0, true);
-    fills.issue_stage(1, false);
-    if constexpr (!pipelined) fills.issue_stage(1, true);
-  } else {
-    static_assert(!pipelined, "the pipelined schedule decodes turbo3 tiles");
-    fills.copy_tile(0, 0);
-  }
+  fills.start();
 
   // ---- Q: prescaled, rotated when asked, f16 in K's slot order, swizzled -------------------------
   mma_load_q<D, KL, C>(
-      a, [&](int r, int d) { return sm.q16_at(r, d); }, q_stage,
-      kv_head, head_group, q_tile, seq, tid);
+      a, [&](int r, int d) { return sm.q16_at(r, d); }, q_stage, kv_head, head_group, q_tile, seq, tid);
   platform::shared_writes_to_async();
   platform::sync_threads();  // the staging rows are reused by the K/V tiles
 
@@ -349,121 +384,97 @@ TURBO3_DEVICE void mma_wg_body(const prefill_args& a) {
   mma_lane_row lane_rows[R];
   float m_lane[R], l_lane[R];
   mma_init_lane_rows(a, warp, kv_head, head_group, q_tile, seq, row_window_end, lane_rows, m_lane, l_lane);
-  frag_acc o_acc[C::n_tiles_d];
+  platform::frag_acc o_acc[C::n_tiles_d];
   TURBO3_UNROLL
   for (int n = 0; n < C::n_tiles_d; ++n) platform::frag_zero(o_acc[n]);
 
-  // ---- tile 0 into buffer 0 (pipelined: K only, and V buffer 1 zeroed for the empty first P V) ------
+  // ---- the key tiles ------------------------------------------------------------------------------
   const int n_tiles = platform::shfl((kv_end + C::keys - 1) / C::keys, 0);  // one per warp (a uniform loop)
-  if constexpr (pipelined) {
-    for (int i = tid; i < static_cast<int>(C::kv_bytes / 16); i += C::threads)
-      reinterpret_cast<uint4*>(sm.v16(1))[i] = make_uint4(0u, 0u, 0u, 0u);
-  }
-  platform::async_wait<0>();
-  if constexpr (t3) {
-    platform::sync_threads();
-    fills.decode_tile(0, false, sm.k16(0));
-    if constexpr (!pipelined) fills.decode_tile(0, true, sm.v16(0));
-  }
-  platform::shared_writes_to_async();
-  platform::sync_threads();
-
+  fills.open_first();
   const wg_multiplies<C> mul(sm.q16(), sm.k16(0), sm.v16(0), wg);
-
   // No branch between a multiply's issue and its wait (the compiler would serialize around one):
   // every warpgroup multiplies every tile (one whose rows see none of its keys gets zero
   // probabilities; causal tiles of 64 keys end on the work-group's diagonal, which both
   // warpgroups reach), and the tile past the last is decoded anyway (zeros, never read).
-  if constexpr (pipelined) {
-  // Pipelined (turbo3). Step t multiplies S = Q K^T of tile t and, behind it, O += P V of tile t - 1 (with P of the
-  // step before: the first step's P is zero, its V buffer zeroed), decodes (or copies) K of tile
-  // t + 1 and V of tile t while they run, then runs the softmax of tile t while the tensor cores
-  // are still on P V. Buffers: K and V of tile t in buffer t % 2; K of tile t + 1 replaces K of
-  // t - 1 (read by S of step t - 1), V of tile t replaces V of t - 2 (read by P V of step t - 1),
-  // both waited for before step t's barrier. turbo3 rings: K of tile t + 2 and V of tile t + 1 are
-  // copied during step t, into the slots step t - 1 decoded from.
-  frag_a pa[C::n_tiles_k];
-  TURBO3_UNROLL
-  for (int ks = 0; ks < C::n_tiles_k; ++ks) pa[ks] = frag_a{{0u, 0u, 0u, 0u}};
-  // O's and P's registers were last written before the fence that opens the step (wg_hold keeps
-  // those writes there); a fence between S and P V would end the step's pipeline.
-  auto hold_o_p = [&] {
-    platform::wg_hold(o_acc);
+  if constexpr (wg_fills<KL, C>::pipelined) {
+    // Pipelined (turbo3). Step t multiplies S = Q K^T of tile t and, behind it, O += P V of tile
+    // t - 1 (with P of the step before: the first step's P is zero, its V buffer zeroed), decodes K
+    // of tile t + 1 and V of tile t while they run, then runs the softmax of tile t while the
+    // tensor cores are still on P V. Buffers: K and V of tile t in buffer t % 2; K of tile t + 1
+    // replaces K of t - 1 (read by S of step t - 1), V of tile t replaces V of t - 2 (read by P V
+    // of step t - 1), both waited for before step t's barrier. Rings: K of tile t + 2 and V of
+    // tile t + 1 are copied during step t, into the slots step t - 1 decoded from.
+    platform::frag_a pa[C::n_tiles_k];
     TURBO3_UNROLL
-    for (int ks = 0; ks < C::n_tiles_k; ++ks) platform::wg_hold(pa[ks]);
-  };
-  for (int t = 0; t < n_tiles; ++t) {
-    const int j0 = t * C::keys, b = t & 1;
-    fills.issue_stage(t + 2, false);
-    fills.issue_stage(t + 1, true);
-
-    frag_acc s_acc[C::n_tiles_k];
-    hold_o_p();
-    platform::wg_fence();
-    mul.issue_s(s_acc, b);
-    mul.issue_pv(o_acc, pa, b ^ 1);  // tile t - 1
-    fills.decode_tile(t + 1, false, sm.k16(b ^ 1));
-    fills.decode_tile(t, true, sm.v16(b));
-    platform::wg_wait<1>();  // S of tile t
-    platform::wg_hold(s_acc);
-
-    // The softmax while P V of tile t - 1 runs; O is rescaled (where a row's maximum moved) after it.
-    frag_a p_next[C::n_tiles_k];
-    float alpha[R];
-    const bool rescale = mma_fragment_probabilities<true>(a, s_acc, lane_rows, m_lane, l_lane, p_next, j0, alpha);
-    platform::wg_wait<0>();
-    hold_o_p();  // P of tile t - 1 stays in its registers (read by the multiplies) until here
-    if (rescale) mma_rescale_rows(o_acc, alpha);
-    TURBO3_UNROLL
-    for (int ks = 0; ks < C::n_tiles_k; ++ks) pa[ks] = p_next[ks];
-
-    platform::async_wait<0>();
-    platform::shared_writes_to_async();
-    platform::sync_threads();
-  }
-  if (n_tiles > 0) {
-    hold_o_p();
-    platform::wg_fence();
-    mul.issue_pv(o_acc, pa, (n_tiles - 1) & 1);
-    platform::wg_wait<0>();
-    platform::wg_hold(o_acc);
-  }
-  } else {
-  // One tile at a time (f16). Step t copies (f16) or stages (turbo3) the tiles ahead, multiplies S
-  // of tile t while decoding K of tile t + 1 into the other buffer, runs the softmax, multiplies
-  // P V while decoding V of tile t + 1, and waits for both.
-  for (int t = 0; t < n_tiles; ++t) {
-    const int j0 = t * C::keys, b = t & 1;
-    // The other buffer and ring slot t % 2 were last read during tile t - 1 (waited before its barrier).
-    if constexpr (t3) {
+    for (int ks = 0; ks < C::n_tiles_k; ++ks) pa[ks] = platform::frag_a{{0u, 0u, 0u, 0u}};
+    // O's and P's registers were last written before the fence that opens the step (wg_hold_o_p);
+    // a fence between S and P V would end the step's pipeline.
+    for (int t = 0; t < n_tiles; ++t) {
+      const int j0 = t * C::keys, b = t & 1;
       fills.issue_stage(t + 2, false);
-      fills.issue_stage(t + 2, true);
-    } else if (t + 1 < n_tiles) {
-      fills.copy_tile(t + 1, b ^ 1);
+      fills.issue_stage(t + 1, true);
+
+      platform::frag_acc s_acc[C::n_tiles_k];
+      wg_hold_o_p(o_acc, pa);
+      platform::wg_fence();
+      mul.issue_s(s_acc, b);
+      mul.issue_pv(o_acc, pa, b ^ 1);  // tile t - 1
+      fills.decode_tile(t + 1, false, sm.k16(b ^ 1));
+      fills.decode_tile(t, true, sm.v16(b));
+      platform::wg_wait<1>();  // S of tile t
+      platform::wg_hold(s_acc);
+
+      // The softmax while P V of tile t - 1 runs; O is rescaled (where a row's maximum moved) after it.
+      platform::frag_a p_next[C::n_tiles_k];
+      float alpha[platform::frag_acc_rows];
+      const bool rescale = mma_fragment_probabilities<true>(a, s_acc, lane_rows, m_lane, l_lane, p_next, j0, alpha);
+      platform::wg_wait<0>();
+      wg_hold_o_p(o_acc, pa);  // P of tile t - 1 stays in its registers (read by the multiplies) until here
+      if (rescale) mma_rescale_rows(o_acc, alpha);
+      TURBO3_UNROLL
+      for (int ks = 0; ks < C::n_tiles_k; ++ks) pa[ks] = p_next[ks];
+
+      fills.close();
     }
+    if (n_tiles > 0) {
+      wg_hold_o_p(o_acc, pa);
+      platform::wg_fence();
+      mul.issue_pv(o_acc, pa, (n_tiles - 1) & 1);
+      platform::wg_wait<0>();
+      platform::wg_hold(o_acc);
+    }
+  } else {
+    // One tile at a time (f16). Step t copies (f16) or stages (turbo3) the tiles ahead, multiplies S
+    // of tile t while decoding K of tile t + 1 into the other buffer, runs the softmax, multiplies
+    // P V while decoding V of tile t + 1, and waits for both.
+    for (int t = 0; t < n_tiles; ++t) {
+      const int j0 = t * C::keys, b = t & 1;
+      // The other buffer and ring slot t % 2 were last read during tile t - 1 (waited before its barrier).
+      if constexpr (wg_fills<KL, C>::t3) {
+        fills.issue_stage(t + 2, false);
+        fills.issue_stage(t + 2, true);
+      } else if (t + 1 < n_tiles) {
+        fills.copy_tile(t + 1, b ^ 1);
+      }
 
-    frag_acc s_acc[C::n_tiles_k];
-    platform::wg_fence();
-    mul.issue_s(s_acc, b);
-    if constexpr (t3) fills.decode_tile(t + 1, false, sm.k16(b ^ 1));
-    platform::wg_wait<0>();
-    platform::wg_hold(s_acc);
+      platform::frag_acc s_acc[C::n_tiles_k];
+      platform::wg_fence();
+      mul.issue_s(s_acc, b);
+      if constexpr (wg_fills<KL, C>::t3) fills.decode_tile(t + 1, false, sm.k16(b ^ 1));
+      platform::wg_wait<0>();
+      platform::wg_hold(s_acc);
 
-    frag_a pa[C::n_tiles_k];
-    mma_fragment_softmax<true>(a, s_acc, lane_rows, m_lane, l_lane, pa, o_acc, j0);
-    platform::wg_hold(o_acc);
-    TURBO3_UNROLL
-    for (int ks = 0; ks < C::n_tiles_k; ++ks) platform::wg_hold(pa[ks]);
-    platform::wg_fence();
-    mul.issue_pv(o_acc, pa, b);
-    if constexpr (t3) fills.decode_tile(t + 1, true, sm.v16(b ^ 1));
-    platform::wg_wait<0>();
-    platform::wg_hold(o_acc);
+      platform::frag_a pa[C::n_tiles_k];
+      mma_fragment_softmax<true>(a, s_acc, lane_rows, m_lane, l_lane, pa, o_acc, j0);
+      wg_hold_o_p(o_acc, pa);
+      platform::wg_fence();
+      mul.issue_pv(o_acc, pa, b);
+      if constexpr (wg_fills<KL, C>::t3) fills.decode_tile(t + 1, true, sm.v16(b ^ 1));
+      platform::wg_wait<0>();
+      platform::wg_hold(o_acc);
 
-    platform::async_wait<0>();  // f16: tile t + 1; turbo3: ring slots of tile t + 2
-    platform::shared_writes_to_async();
-    platform::sync_threads();
-  }
+      fills.close();
+    }
   }
   platform::async_wait<0>();
 
