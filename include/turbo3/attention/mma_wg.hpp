@@ -518,44 +518,38 @@ struct wg_producer_config : wg_config<D> {
   static constexpr int bar_producer_v = 11;  // the V producers' own, where the producer warpgroups split K and V
 };
 
-// MASKED: the instantiation for calls with a mask (the consumers read each whole tile's mask
-// values ahead of its multiplies); the other is launched without one (mma_wg_producer_kernel).
-template <int D, class L, class C, bool MASKED>
-TURBO3_DEVICE void mma_wg_producer_body(const prefill_args& a) {
-  using platform::frag_a;
-  using platform::frag_acc;
-  constexpr bool t3 = L::type == data_type::turbo3;
-  constexpr int PT = C::producer_threads, ALL = C::threads;
+// ---- the warp-specialized form's fills ---------------------------------------------------------------
+
+// The producers' fills (thread tid of PT; ftid: its place among the fillers of its side). turbo3:
+// the raw rows of a side into its ring slot (issue_stage), decoded from there into a K or V buffer
+// (decode_tile); f16: K and V rows copied into a buffer (copy_tile). Tile t is key tile tile0 + t;
+// the fills stop at key_end: the kernel's own, set once the mask's windows are known.
+template <class L, class C>
+struct wg_producer_fills {
+  static constexpr bool t3 = L::type == data_type::turbo3;
+  static constexpr int PT = C::producer_threads, ALL = C::threads;
   // split (turbo3): warpgroup 0 fills every K tile, warpgroup 1 every V tile.
-  constexpr bool split = t3;
+  static constexpr bool split = t3;
   static_assert(!split || C::producer_warpgroups == 2, "split: two producer warpgroups");
   // FT: the producer threads that fill one side; full_count: the threads of a full / empty barrier
   // (the fillers of its side and the consumers).
-  constexpr int FT = split ? PT / 2 : PT, full_count = FT + C::consumer_threads;
-  const wg_smem<C> sm;
-  int* const mask_end_s = sm.mask_end();
+  static constexpr int FT = split ? PT / 2 : PT, full_count = FT + C::consumer_threads;
+  static_assert(FT % C::chunks == 0 && (FT / C::chunks) % 8 == 0, "a thread's keys keep their swizzle");
 
-  const int tid = static_cast<int>(threadIdx.x);
-  const bool producer = tid < PT;
-  const bool v_role = split && tid >= FT;  // one value per warpgroup
-  const int ftid = split ? tid % FT : tid;
-  const prefill_block blk = prefill_block_of(a);
-  const int q_tile = blk.q_tile, kv_head = blk.kv_head, head_group = blk.head_group, seq = blk.seq;
-  int kv_end = prefill_kv_end(a, q_tile);
-  const char* const k_head = a.k + kv_head * a.k_nb2 + seq * a.k_nb3;
-  const char* const v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
-  // Tile t of the loops below is key tile tile0 + t; the fills stop at key_end (kv_end, or the end
-  // of this work-group's key split). Both are set once the mask's windows are known (key_tiles).
-  int tile0 = 0, key_end = kv_end;
-  const bool split_keys = a.kv_splits > 1;
+  const prefill_args& a;
+  const wg_smem<C>& sm;
+  const char* const k_head;
+  const char* const v_head;
+  const int& tile0;
+  const int& key_end;
+  const int tid, ftid;
 
-  // ---- the producer's fills (thread tid of PT) -----------------------------------------------------
   // turbo3: the raw rows of K or V of tile t into their ring slot, in 16-byte segments from the
   // aligned segment holding a row's first byte (a row sits (its address & 15) bytes into its slot
   // row), one lane per segment: a thread copies segment `seg` of rows `row`, row + per_pass, ...,
   // its pointers stepped from row to row. Nothing past the view's end is read. One commit group
   // per call.
-  auto issue_stage = [&](int t, bool v_side) {
+  TURBO3_DEVICE TURBO3_FORCEINLINE void issue_stage(int t, bool v_side) const {
     constexpr int per_pass = FT / C::raw_row_lanes;
     const int seg = ftid % C::raw_row_lanes, row = ftid / C::raw_row_lanes;
     const int j0 = (tile0 + t) * C::keys, n_valid = min(C::keys, key_end - j0);
@@ -595,14 +589,14 @@ TURBO3_DEVICE void mma_wg_producer_body(const prefill_args& a) {
       }
     }
     platform::async_commit();
-  };
+  }
+
   // turbo3: K or V of tile t from its ring slot into dst (swizzled f16, times the norm); keys past
   // the tile decode to zeros (their stage rows are read as they are, the norm taken as 0). A
   // thread always decodes chunk c of keys key0, key0 + 8, ...: its stores are one swizzled place
   // plus 1 KB per step (the row's swizzle, key % 8, stays), its stage reads step by 8 rows.
   // Rounds of `batch` chunks whose loads are issued together.
-  static_assert(FT % C::chunks == 0 && (FT / C::chunks) % 8 == 0, "a thread's keys keep their swizzle");
-  auto decode_tile = [&](int t, bool v_side, unsigned char* dst, const turbo3_lut& lut) {
+  TURBO3_DEVICE TURBO3_FORCEINLINE void decode_tile(int t, bool v_side, unsigned char* dst, const turbo3_lut& lut) const {
     constexpr int key_step = FT / C::chunks;
     const int chunk_c = ftid % C::chunks, key0 = ftid / C::chunks;
     const int piece_lo = wg_piece(key0, 2 * chunk_c, C::keys), piece_hi = wg_piece(key0, 2 * chunk_c + 1, C::keys);
@@ -645,9 +639,10 @@ TURBO3_DEVICE void mma_wg_producer_body(const prefill_args& a) {
     };
     if ((step & 15u) == 0 && n_valid == C::keys) rounds(std::true_type{});
     else rounds(std::false_type{});
-  };
+  }
+
   // f16: K and V of tile t into buffer b (one commit group); keys past the tile are zeros.
-  auto copy_tile = [&](int t, int b) {
+  TURBO3_DEVICE TURBO3_FORCEINLINE void copy_tile(int t, int b) const {
     constexpr int per_thread = C::keys * C::pieces / PT;
     const int j0 = (tile0 + t) * C::keys, n_valid = min(C::keys, key_end - j0);
     const platform::async_destination kd = platform::async_destination_of(sm.k16(b));
@@ -661,20 +656,92 @@ TURBO3_DEVICE void mma_wg_producer_body(const prefill_args& a) {
       platform::async_copy16_or_zero(vd + wg_piece(key, p, C::keys), v_head + row * a.v_nb1 + 16 * p, ok);
     }
     platform::async_commit();
-  };
+  }
 
-  // The first tiles' copies (tiles 0 and 1 for turbo3, 0 for f16). Without a key split they go out
-  // before Q is read (kv_end without the mask); a split's first tile is known once the mask's
-  // windows are (key_tiles).
-  auto first_copies = [&] {
+  // The first tiles' copies (tiles 0 and 1 for turbo3, 0 for f16).
+  TURBO3_DEVICE TURBO3_FORCEINLINE void start(bool v_role) const {
     if constexpr (t3) {
       issue_stage(0, v_role);
       issue_stage(1, v_role);
     } else {
       copy_tile(0, 0);
     }
-  };
-  if (producer && !split_keys) first_copies();
+  }
+
+  // turbo3: one side, K (V false) or V, of every tile, from the side's own ring slots, with its
+  // own barrier; the side is a constant of each copy of the loop, so that a thread holds one
+  // side's addresses and no barrier number in a register.
+  template <bool V>
+  TURBO3_DEVICE TURBO3_FORCEINLINE void fill_side(int n_tiles) const {
+    constexpr int bar_side = V ? C::bar_producer_v : C::bar_producer;
+    constexpr int bar_empty = V ? C::bar_v_empty : C::bar_k_empty;
+    constexpr int bar_full = V ? C::bar_v_full : C::bar_k_full;
+    const turbo3_lut lut = lut_in_registers(a.lut);
+    for (int t = 0; t < n_tiles; ++t) {
+      const int b = t & 1;
+      platform::async_wait<1>();  // this thread's rows of tile t (tile t + 1's may be in flight)
+      platform::named_barrier_sync(bar_side, FT);  // the side's rows of tile t
+      if (t >= 2) platform::named_barrier_sync(bar_empty + b, full_count);
+      decode_tile(t, V, V ? sm.v16(b) : sm.k16(b), lut);
+      platform::shared_writes_to_async();
+      platform::named_barrier_arrive(bar_full + b, full_count);
+      platform::named_barrier_sync(bar_side, FT);  // ring slot t % 2 read by the side
+      issue_stage(t + 2, V);
+    }
+  }
+
+  // f16: tile t is published as soon as it has landed (the full barriers complete once every
+  // producer thread's copies have), then tile t + 1 is copied while the consumers work on t.
+  TURBO3_DEVICE TURBO3_FORCEINLINE void copy_tiles(int n_tiles) const {
+    for (int t = 0; t < n_tiles; ++t) {
+      const int b = t & 1;
+      platform::async_wait<0>();
+      platform::shared_writes_to_async();
+      platform::named_barrier_arrive(C::bar_k_full + b, ALL);
+      platform::named_barrier_arrive(C::bar_v_full + b, ALL);
+      if (t + 1 < n_tiles) {
+        if (t + 1 >= 2) {
+          platform::named_barrier_sync(C::bar_k_empty + (b ^ 1), ALL);
+          platform::named_barrier_sync(C::bar_v_empty + (b ^ 1), ALL);
+        }
+        copy_tile(t + 1, b ^ 1);
+      }
+    }
+  }
+};
+
+// MASKED: the instantiation for calls with a mask (the consumers read each whole tile's mask
+// values ahead of its multiplies); the other is launched without one (mma_wg_producer_kernel).
+template <int D, class L, class C, bool MASKED>
+TURBO3_DEVICE void mma_wg_producer_body(const prefill_args& a) {
+  using platform::frag_a;
+  using platform::frag_acc;
+  using F = wg_producer_fills<L, C>;
+  constexpr bool t3 = F::t3, split = F::split;
+  constexpr int PT = F::PT, ALL = F::ALL, FT = F::FT, full_count = F::full_count;
+  const wg_smem<C> sm;
+  int* const mask_end_s = sm.mask_end();
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const bool producer = tid < PT;
+  const bool v_role = split && tid >= FT;  // one value per warpgroup
+  const int ftid = split ? tid % FT : tid;
+  const prefill_block blk = prefill_block_of(a);
+  const int q_tile = blk.q_tile, kv_head = blk.kv_head, head_group = blk.head_group, seq = blk.seq;
+  int kv_end = prefill_kv_end(a, q_tile);
+  const char* const k_head = a.k + kv_head * a.k_nb2 + seq * a.k_nb3;
+  const char* const v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
+  // Tile t of the loops below is key tile tile0 + t; the fills stop at key_end (kv_end, or the end
+  // of this work-group's key split). Both are set once the mask's windows are known (key_tiles).
+  int tile0 = 0, key_end = kv_end;
+  const bool split_keys = a.kv_splits > 1;
+
+  const wg_producer_fills<L, C> fills{a, sm, k_head, v_head, tile0, key_end, tid, ftid};
+
+  // The first tiles' copies (tiles 0 and 1 for turbo3, 0 for f16). Without a key split they go out
+  // before Q is read (kv_end without the mask); a split's first tile is known once the mask's
+  // windows are (key_tiles).
+  if (producer && !split_keys) fills.start(v_role);
 
   // ---- setup: Q's runs (every thread) straight to q16, with no staging rows over the K/V buffers;
   // with the rotation the consumers then rotate them there (mma_rotate_q16_pairs_in_place, a whole
@@ -699,48 +766,12 @@ TURBO3_DEVICE void mma_wg_producer_body(const prefill_args& a) {
     // ---- producers: tile t into buffer t % 2 once the consumers are done with tile t - 2 -----------
     platform::wg_registers_down<C::producer_registers>();
     const int n_tiles = key_tiles();
-    if (split_keys) first_copies();
+    if (split_keys) fills.start(v_role);
     if constexpr (t3) {
-      // Each producer warpgroup fills one side: K (warpgroup 0) or V of every tile, from its own
-      // ring slots, with its own barrier; the side is a constant of each copy of the loop, so that
-      // a thread holds one side's addresses and no barrier number in a register.
-      auto fill_side = [&](auto v_c) {
-        constexpr bool V = decltype(v_c)::value;
-        constexpr int bar_side = V ? C::bar_producer_v : C::bar_producer;
-        constexpr int bar_empty = V ? C::bar_v_empty : C::bar_k_empty;
-        constexpr int bar_full = V ? C::bar_v_full : C::bar_k_full;
-        const turbo3_lut lut = lut_in_registers(a.lut);
-        for (int t = 0; t < n_tiles; ++t) {
-          const int b = t & 1;
-          platform::async_wait<1>();  // this thread's rows of tile t (tile t + 1's may be in flight)
-          platform::named_barrier_sync(bar_side, FT);  // the side's rows of tile t
-          if (t >= 2) platform::named_barrier_sync(bar_empty + b, full_count);
-          decode_tile(t, V, V ? sm.v16(b) : sm.k16(b), lut);
-          platform::shared_writes_to_async();
-          platform::named_barrier_arrive(bar_full + b, full_count);
-          platform::named_barrier_sync(bar_side, FT);  // ring slot t % 2 read by the side
-          issue_stage(t + 2, V);
-        }
-      };
-      if (v_role) fill_side(std::true_type{});
-      else fill_side(std::false_type{});
+      if (v_role) fills.template fill_side<true>(n_tiles);
+      else fills.template fill_side<false>(n_tiles);
     } else {
-      // Tile t is published as soon as it has landed (the full barriers complete once every
-      // producer thread's copies have), then tile t + 1 is copied while the consumers work on t.
-      for (int t = 0; t < n_tiles; ++t) {
-        const int b = t & 1;
-        platform::async_wait<0>();
-        platform::shared_writes_to_async();
-        platform::named_barrier_arrive(C::bar_k_full + b, ALL);
-        platform::named_barrier_arrive(C::bar_v_full + b, ALL);
-        if (t + 1 < n_tiles) {
-          if (t + 1 >= 2) {
-            platform::named_barrier_sync(C::bar_k_empty + (b ^ 1), ALL);
-            platform::named_barrier_sync(C::bar_v_empty + (b ^ 1), ALL);
-          }
-          copy_tile(t + 1, b ^ 1);
-        }
-      }
+      fills.copy_tiles(n_tiles);
     }
     platform::async_wait<0>();
     return;
