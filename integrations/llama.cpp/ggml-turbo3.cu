@@ -6,10 +6,11 @@
 // Environment:
 //   GGML_TURBO3=turbo3|all|off   which nodes go to the library: those with a turbo3 K or V (the
 //                                default), also f16/f16 ones, or none (ggml's kernels only)
-//   GGML_TURBO3_SET_ROWS=1       the turbo3 cache write (SET_ROWS) through turbo3::write_rows (not
-//                                while the fork's InnerQ is on)
-//   GGML_TURBO3_WHT=1            the fork's TURBO_WHT rotations through turbo3::rotate_groups,
-//                                bit-exact with the fork's kernel
+//   GGML_TURBO3_SET_ROWS=0       keep the turbo3 cache write (SET_ROWS) on the fork's kernel; by
+//                                default it goes through turbo3::write_rows (not while the fork's
+//                                InnerQ is on)
+//   GGML_TURBO3_WHT=0            keep the fork's TURBO_WHT rotations on its kernel; by default they
+//                                go through turbo3::rotate_groups, bit-exact with it
 //   GGML_TURBO3_LOG=1            one line per distinct decision (shape, route or reason)
 // At exit a summary line goes to stderr: nodes served per kernel family, nodes left to ggml per
 // reason, how many of each happened while a CUDA graph was being captured, and the graph captures
@@ -61,10 +62,13 @@ static bool log_enabled() {
     return on;
 }
 
-// The cache write and the rotations stay on the fork's kernels unless their variable is set (and
-// the policy is not "off"): in the engine they are measured against the fork's kernels first.
+// The cache write and the rotations go to the library unless their variable says 0 or off (or the
+// policy is "off"): in a pp2048 they take 3.4 ms of GPU time there against 14.8 ms in the fork's
+// kernels (docs/performance.md, engine).
 static bool route_enabled(const char * name) {
-    return policy() != serve_policy::none && env_flag(name);
+    const char * e = getenv(name);
+    const bool off = e && (!strcmp(e, "0") || !strcmp(e, "off"));
+    return policy() != serve_policy::none && !off;
 }
 
 static bool set_rows_enabled() {
