@@ -277,20 +277,6 @@ bool ggml_cuda_turbo3_serves(int device, const ggml_tensor * dst) {
 
 namespace {
 
-// A TURBO_WHT node's direction (0 forward, 1 inverse) and group size. ggml_turbo_wht stores the
-// group size at `op_params + sizeof(int)` on an int32_t pointer: element 4, not the second int;
-// read it where the fork's own dispatch does.
-struct wht_params {
-    int32_t direction = 0, group = 0;
-};
-
-static wht_params wht_params_of(const ggml_tensor * node) {
-    wht_params w;
-    memcpy(&w.direction, node->op_params, sizeof w.direction);
-    memcpy(&w.group, node->op_params + sizeof(int), sizeof w.group);
-    return w;
-}
-
 // Nodes that launch nothing (ggml_cuda_is_view_or_noop's list).
 static bool launches_nothing(const ggml_tensor * t) {
     return ggml_is_empty(t) || t->op == GGML_OP_RESHAPE || t->op == GGML_OP_TRANSPOSE || t->op == GGML_OP_VIEW ||
@@ -385,7 +371,8 @@ int ggml_cuda_turbo3_fuse_rotations(ggml_backend_cuda_context & ctx, const ggml_
             return 0;
         }
     }
-    const wht_params wq = wht_params_of(rotate_q), wo = wht_params_of(rotate_out);
+    const auto wq = turbo3::ggml_adapter::rotation_params_of(rotate_q);
+    const auto wo = turbo3::ggml_adapter::rotation_params_of(rotate_out);
     const ggml_tensor * q_source = rotate_q->src[0];
     const bool plain = wq.direction == 0 && wo.direction == 1 && wq.group == turbo3::block_values &&
                        wo.group == turbo3::block_values && q_source->type == GGML_TYPE_F32 &&
@@ -472,7 +459,7 @@ bool ggml_cuda_turbo3_turbo_wht(ggml_backend_cuda_context & ctx, ggml_tensor * d
     }
     const ggml_tensor * src = dst->src[0];
     const ggml_tensor * channel_scale = dst->src[1];  // the fork's InnerQ factors, or none
-    const wht_params w = wht_params_of(dst);
+    const auto w = turbo3::ggml_adapter::rotation_params_of(dst);
     const int32_t direction = w.direction, group = w.group;
     const bool plain = src->type == GGML_TYPE_F32 && dst->type == GGML_TYPE_F32 && ggml_is_contiguous(src) &&
                        ggml_is_contiguous(dst) && ggml_nelements(src) == ggml_nelements(dst) &&

@@ -192,5 +192,20 @@ mapping map_flash_attn_ext(const Tensor* dst, const ggml_ids& ids, serve_policy 
   return m;
 }
 
+// A TURBO_WHT node's parameters (the fork's rotation of Q before attention and of the output after
+// it): direction 0 forward, 1 inverse, and the group size. ggml_turbo_wht stores the group size at
+// `op_params + sizeof(int)` on an int32_t pointer, which is element 4, not element 1.
+struct rotation_params {
+  int32_t direction = 0, group = 0;
+};
+
+template <class Tensor>
+rotation_params rotation_params_of(const Tensor* t) {
+  rotation_params r;
+  std::memcpy(&r.direction, t->op_params, sizeof r.direction);
+  std::memcpy(&r.group, t->op_params + sizeof(int), sizeof r.group);
+  return r;
+}
+
 }  // namespace ggml_adapter
 }  // namespace turbo3

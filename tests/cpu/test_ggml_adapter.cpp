@@ -132,6 +132,22 @@ TEST_CASE("ggml adapter: a llama.cpp decode node maps onto the library's views",
   CHECK(p.kv_codebook == turbo3::codebook::legacy);
 }
 
+TEST_CASE("ggml adapter: a TURBO_WHT node's direction and group size", "[ggml-adapter]") {
+  fake_tensor rotation;
+  for (int32_t& v : rotation.op_params) v = -7;  // whatever ggml left there
+  // ggml_turbo_wht: memcpy(op_params + 0, &direction), memcpy(op_params + sizeof(int), &group_size)
+  // on an int32_t pointer, so the group size is element 4 and element 1 holds nothing of it.
+  rotation.op_params[0] = 1;
+  rotation.op_params[4] = 128;
+  const turbo3::ggml_adapter::rotation_params r = turbo3::ggml_adapter::rotation_params_of(&rotation);
+  CHECK(r.direction == 1);
+  CHECK(r.group == 128);
+  rotation.op_params[0] = 0;
+  rotation.op_params[4] = 64;
+  CHECK(turbo3::ggml_adapter::rotation_params_of(&rotation).direction == 0);
+  CHECK(turbo3::ggml_adapter::rotation_params_of(&rotation).group == 64);
+}
+
 TEST_CASE("ggml adapter: op parameters and test-backend-ops layouts", "[ggml-adapter]") {
   decode_node n;
 
