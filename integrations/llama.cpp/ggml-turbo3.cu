@@ -283,11 +283,6 @@ static bool launches_nothing(const ggml_tensor * t) {
            t->op == GGML_OP_PERMUTE || t->op == GGML_OP_NONE;
 }
 
-static int32_t use_count(const ggml_cgraph * graph, const ggml_tensor * t) {
-    const size_t pos = ggml_hash_find(&graph->visited_hash_set, t);
-    return ggml_bitset_get(graph->visited_hash_set.used, pos) ? graph->use_counts[pos] : 0;
-}
-
 static bool overlap(const ggml_tensor * a, const void * b_data, size_t b_bytes) {
     if (!a || !a->data || !b_data) return false;
     const auto a0 = reinterpret_cast<uintptr_t>(a->data), b0 = reinterpret_cast<uintptr_t>(b_data);
@@ -362,12 +357,12 @@ int ggml_cuda_turbo3_fuse_rotations(ggml_backend_cuda_context & ctx, const ggml_
         return 0;
     }
     // Neither rotated Q nor the rotated output may be read by anything else: they are never written.
-    if (use_count(graph, rotate_q) != 1 || use_count(graph, attention) != 1 ||
+    if (ggml_node_get_use_count(graph, i) != 1 || ggml_node_get_use_count(graph, j) != 1 ||
         (rotate_q->flags & GGML_TENSOR_FLAG_OUTPUT) || (attention->flags & GGML_TENSOR_FLAG_OUTPUT)) {
         return 0;
     }
     for (int n = i + 1; n < j; ++n) {
-        if (graph->nodes[n]->view_src == rotate_q && use_count(graph, graph->nodes[n]) != 1) {
+        if (graph->nodes[n]->view_src == rotate_q && ggml_node_get_use_count(graph, n) != 1) {
             return 0;
         }
     }
