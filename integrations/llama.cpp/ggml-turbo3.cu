@@ -11,10 +11,11 @@
 //                                InnerQ is on)
 //   GGML_TURBO3_WHT=0            keep the fork's TURBO_WHT rotations on its kernel; by default they
 //                                go through turbo3::rotate_groups, bit-exact with it
-//   GGML_TURBO3_FUSE_WHT=1       fold the rotations around an attention node into its call (Q
-//                                rotated and the output un-rotated inside the kernels): the
-//                                TURBO_WHT -> FLASH_ATTN_EXT -> TURBO_WHT chain becomes one launch
-//                                (not while the fork's InnerQ is on)
+//   GGML_TURBO3_FUSE_WHT=0       run the rotations around an attention node as nodes of their own; by
+//                                default they are folded into its call (Q rotated and the output
+//                                un-rotated inside the kernels): the TURBO_WHT -> FLASH_ATTN_EXT ->
+//                                TURBO_WHT chain becomes one launch (not with GGML_TURBO3_WHT=0, nor
+//                                while the fork's InnerQ is on)
 //   GGML_TURBO3_LOG=1            one line per distinct decision (shape, route or reason)
 // At exit a summary line goes to stderr: nodes served per kernel family, nodes left to ggml per
 // reason, how many of each happened while a CUDA graph was being captured, and the graph captures
@@ -86,11 +87,11 @@ static bool wht_enabled() {
     return on;
 }
 
-// Opt-in until measured in the engine. Off under InnerQ: the fork's rotation of Q then scales by
+// Two launches fewer per layer and ubatch bring a pp2048's kernels to the f16 cache's
+// (docs/performance.md, engine). Off under InnerQ: the fork's rotation of Q then scales by
 // calibrated per-channel factors that the attention call does not take.
 static bool fuse_enabled() {
-    static const bool on = policy() != serve_policy::none && env_flag("GGML_TURBO3_FUSE_WHT") &&
-                           !env_flag("TURBO_INNERQ");
+    static const bool on = wht_enabled() && route_enabled("GGML_TURBO3_FUSE_WHT") && !env_flag("TURBO_INNERQ");
     return on;
 }
 
