@@ -75,23 +75,31 @@ void with_vec_kernel(const vec_plan& plan, data_type k, data_type v, bool masked
   using T3 = kv::turbo3_loader;
   using F16 = kv::f16_loader;
   if constexpr (platform::has_mma_m16n8k16 && vec_warp_head_dim(D)) {
-    if (plan.variant == vec_variant::warp) {
-      auto with_shape = [&](auto col_blocks, auto warps) {
-        constexpr int COL_BLOCKS = decltype(col_blocks)::value, W = decltype(warps)::value;
-        using C = vec_warp_config<D, W>;
-        if (masked) f(kernel_constant<&vec_warp_kernel<D, true, COL_BLOCKS, W>, C::threads, C::smem_bytes>{});
-        else f(kernel_constant<&vec_warp_kernel<D, false, COL_BLOCKS, W>, C::threads, C::smem_bytes>{});
-      };
-      using one = std::integral_constant<int, 1>;
-      using four = std::integral_constant<int, 4>;
-      if (plan.warp_col_blocks == 1) {
-        if constexpr (D == 256) {
-          if (plan.warp_warps == vec_warp_deep_warps) return with_shape(one{}, std::integral_constant<int, vec_warp_deep_warps>{});
+    if (plan.variant == vec_variant::warp && vec_warp_types(k, v)) {
+      auto with_sides = [&](auto k_side, auto v_side) {
+        using KS = decltype(k_side);
+        using VS = decltype(v_side);
+        auto with_shape = [&](auto col_blocks, auto warps) {
+          constexpr int COL_BLOCKS = decltype(col_blocks)::value, W = decltype(warps)::value;
+          using C = vec_warp_config<D, W, KS, VS>;
+          if (masked) f(kernel_constant<&vec_warp_kernel<D, true, COL_BLOCKS, W, KS, VS>, C::threads, C::smem_bytes>{});
+          else f(kernel_constant<&vec_warp_kernel<D, false, COL_BLOCKS, W, KS, VS>, C::threads, C::smem_bytes>{});
+        };
+        using one = std::integral_constant<int, 1>;
+        using four = std::integral_constant<int, 4>;
+        if (plan.warp_col_blocks == 1) {
+          if constexpr (D == 256 && KS::i8_scores) {
+            if (plan.warp_warps == vec_warp_deep_warps)
+              return with_shape(one{}, std::integral_constant<int, vec_warp_deep_warps>{});
+          }
+          with_shape(one{}, four{});
+        } else {
+          with_shape(std::integral_constant<int, 2>{}, four{});
         }
-        with_shape(one{}, four{});
-      } else {
-        with_shape(std::integral_constant<int, 2>{}, four{});
-      }
+      };
+      using T3 = turbo3_warp_side;
+      const data_type t3 = data_type::turbo3;
+      if (k == t3 && v == t3) with_sides(T3{}, T3{});
       return;
     }
   }
@@ -270,17 +278,18 @@ inline vec_plan make_vec_plan(const attention_params& p, const launch_options& o
   plan.ncols = l.ncols;
   plan.rows = next_pow2(heads_per_block * plan.ncols);
   const bool mma_rows = platform::has_mma_m16n8k16 && vec_mma_head_dim(plan.head_dim) && plan.rows <= vec_mma_rows;
-  const bool turbo3_kv = p.k.type == data_type::turbo3 && p.v.type == data_type::turbo3;
-  // The matrix and warp kernels read f16 and turbo3 only; other types take the scalar kernel.
+  // The matrix kernel reads f16 and turbo3 only, the warp kernel the turbo pairs of
+  // vec_warp_types; other pairs take the scalar kernel.
+  const bool warp_types = vec_warp_types(p.k.type, p.v.type);
   const bool tile_types = has_tile_loader(p.k.type) && has_tile_loader(p.v.type);
   if (opt.vec == vec_variant::matrix && mma_rows && tile_types) {
     plan.variant = vec_variant::matrix;
     plan.rows = vec_mma_rows;
-  } else if ((opt.vec == vec_variant::automatic || opt.vec == vec_variant::warp) && mma_rows && turbo3_kv &&
+  } else if ((opt.vec == vec_variant::automatic || opt.vec == vec_variant::warp) && mma_rows && warp_types &&
              vec_warp_head_dim(plan.head_dim)) {
     plan.variant = vec_variant::warp;
     plan.warp_col_blocks = heads_per_block * plan.ncols <= 4 ? 1 : 2;
-    plan.warp_warps = vec_warp_warps(plan.head_dim, plan.warp_col_blocks, p.n_kv());
+    plan.warp_warps = vec_warp_warps(plan.head_dim, plan.warp_col_blocks, p.n_kv(), p.k.type);
     // 6 warps take 64.5 KB of shared memory: where the device refuses it, 4.
     if (plan.warp_warps != 4 && vec_resident_blocks(plan, p.k.type, p.v.type, p.mask.data != nullptr, device) == 0)
       plan.warp_warps = 4;
