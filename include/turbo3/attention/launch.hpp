@@ -231,9 +231,10 @@ TURBO3_KERNEL_ENTRY status init(int device) {
   if (!on_device.ok()) return status::runtime_error;
   (void)platform::device_family(device);
   (void)platform::warpgroup_mma_available(device);
-  // q8_0 stands for every pair with a turbo4, turbo2 or q8_0 side: they share one kernel per head
-  // dim and row count (kv::any_loader).
-  const data_type types[3] = {data_type::f16, data_type::turbo3, data_type::q8_0};
+  // Scalar kernels: q8_0 stands for every pair with a turbo4, turbo2 or q8_0 side (one kernel per
+  // head dim and row count, kv::any_loader, each queried once); warp kernels: a kernel per pair of
+  // turbo types (vec_warp_types).
+  const data_type types[5] = {data_type::f16, data_type::turbo3, data_type::turbo4, data_type::turbo2, data_type::q8_0};
   for (int d : {64, 128, 256, 512})
     for (data_type k : types)
       for (data_type v : types) {

@@ -23,11 +23,11 @@ enum class kernel_choice {
 // Which decode (VEC) kernel runs. Each falls back to `scalar` where it does not apply.
 enum class vec_variant {
   automatic,  // `warp` where it applies, else `scalar`
-  scalar,     // FMA kernel: every head dim, K/V type pair and row count (the only one for turbo4,
-              // turbo2 and q8_0 K/V)
+  scalar,     // FMA kernel: every head dim, K/V type pair and row count (the only one for turbo4
+              // and q8_0 K/V)
   matrix,     // block-synchronous matrix-instruction kernel (NVIDIA; D 128/256, up to 8 rows)
-  warp,       // warp-owned key ranges, asynchronous staging, matrix instructions (NVIDIA; turbo3
-              // K and V, D 128/256, up to 8 rows)
+  warp,       // warp-owned key ranges, asynchronous staging, matrix instructions (NVIDIA; K and
+              // V each turbo3 or turbo2; D 128/256, up to 8 rows)
 };
 
 // Which matrix-core prefill (MMA) kernel runs. `warpgroup` falls back to `fragment` where it does

@@ -88,7 +88,7 @@ void with_vec_kernel(const vec_plan& plan, data_type k, data_type v, bool masked
         using one = std::integral_constant<int, 1>;
         using four = std::integral_constant<int, 4>;
         if (plan.warp_col_blocks == 1) {
-          if constexpr (D == 256 && KS::i8_scores) {
+          if constexpr (D == 256 && vec_warp_deep_types(KS::type, VS::type)) {
             if (plan.warp_warps == vec_warp_deep_warps)
               return with_shape(one{}, std::integral_constant<int, vec_warp_deep_warps>{});
           }
@@ -98,8 +98,12 @@ void with_vec_kernel(const vec_plan& plan, data_type k, data_type v, bool masked
         }
       };
       using T3 = turbo3_warp_side;
-      const data_type t3 = data_type::turbo3;
+      using T2 = turbo2_warp_side;
+      const data_type t3 = data_type::turbo3, t2 = data_type::turbo2;
       if (k == t3 && v == t3) with_sides(T3{}, T3{});
+      else if (k == t2 && v == t2) with_sides(T2{}, T2{});
+      else if (k == t3 && v == t2) with_sides(T3{}, T2{});
+      else if (k == t2 && v == t3) with_sides(T2{}, T3{});
       return;
     }
   }
@@ -219,8 +223,8 @@ inline vec_row_layout vec_rows_of(const attention_params& p) {
 // The launch limit of a grid's y and z dimensions (x: 2^31 - 1).
 inline constexpr int64_t max_grid_yz = 65535;
 
-// Whether the VEC kernels take these (validated) params: any K/V type pair (turbo4, turbo2 and q8_0
-// sides through the scalar kernel only), head dims 128, 256, 512 and 64 (f16 K and V only: q8_0 at
+// Whether the VEC kernels take these (validated) params: any K/V type pair (turbo4 and q8_0 sides
+// through the scalar kernel only), head dims 128, 256, 512 and 64 (f16 K and V only: q8_0 at
 // D = 64 decodes through materialize, launch.hpp's route_on), f16 rows 16-byte aligned,
 // GQA <= 64, and grids within the launch limits: the decode kernel's (splits <= 256, KV heads x
 // head splits, sequences x query tiles) and the combine kernel's (queries x slices, n_head, n_seq;
@@ -289,7 +293,7 @@ inline vec_plan make_vec_plan(const attention_params& p, const launch_options& o
              vec_warp_head_dim(plan.head_dim)) {
     plan.variant = vec_variant::warp;
     plan.warp_col_blocks = heads_per_block * plan.ncols <= 4 ? 1 : 2;
-    plan.warp_warps = vec_warp_warps(plan.head_dim, plan.warp_col_blocks, p.n_kv(), p.k.type);
+    plan.warp_warps = vec_warp_warps(plan.head_dim, plan.warp_col_blocks, p.n_kv(), p.k.type, p.v.type);
     // 6 warps take 64.5 KB of shared memory: where the device refuses it, 4.
     if (plan.warp_warps != 4 && vec_resident_blocks(plan, p.k.type, p.v.type, p.mask.data != nullptr, device) == 0)
       plan.warp_warps = 4;

@@ -58,21 +58,25 @@ inline constexpr int vec_warp_min_blocks = 2;
 TURBO3_HD constexpr int vec_warp_split_keys(int warps) { return 16 * warps; }
 inline constexpr int vec_warp_chunk_groups = 2;
 // Warps per work-group: 4, or at D = 256 with one value column block, at least
-// vec_warp_deep_keys keys and a K side with integer scores (turbo3, turbo2: vec_warp_i8_type), 6
-// (two work-groups per SM at 168 registers: 3 warps per scheduler instead of 2, without the early V
-// decode). 6 warps pay off only in long contexts: a warp's last
-// chunk takes longer at 3 per scheduler, and short contexts leave warps idle (docs/performance.md,
-// decode).
+// vec_warp_deep_keys keys and sides with integer scores (vec_warp_i8_type), 6 (two work-groups per
+// SM at 168 registers: 3 warps per scheduler instead of 2, without the early V decode). 6 warps pay
+// off only in long contexts: a warp's last chunk takes longer at 3 per scheduler, and short
+// contexts leave warps idle (docs/performance.md, decode).
 inline constexpr int vec_warp_deep_warps = 6;
 inline constexpr int64_t vec_warp_deep_keys = 65536;
-TURBO3_HD constexpr int vec_warp_warps(int d, int col_blocks, int64_t n_kv, data_type k_type = data_type::turbo3) {
-  return d == 256 && col_blocks == 1 && n_kv >= vec_warp_deep_keys && vec_warp_i8_type(k_type) ? vec_warp_deep_warps : 4;
+TURBO3_HD constexpr bool vec_warp_deep_types(data_type k, data_type v) {
+  return vec_warp_i8_type(k) && vec_warp_i8_type(v);
+}
+TURBO3_HD constexpr int vec_warp_warps(int d, int col_blocks, int64_t n_kv, data_type k_type = data_type::turbo3,
+                                       data_type v_type = data_type::turbo3) {
+  return d == 256 && col_blocks == 1 && n_kv >= vec_warp_deep_keys && vec_warp_deep_types(k_type, v_type)
+             ? vec_warp_deep_warps
+             : 4;
 }
 
 TURBO3_HD constexpr bool vec_warp_head_dim(int d) { return d == 128 || d == 256; }
 
-// The K/V type pairs the kernel reads: those of its sides (vec_warp_side_type), one type or turbo3
-// with another.
+// The K/V type pairs the kernel reads: turbo3 or turbo2 on both sides.
 TURBO3_HD constexpr bool vec_warp_types(data_type k, data_type v) {
   return vec_warp_side_type(k) && vec_warp_side_type(v) && (k == v || k == data_type::turbo3 || v == data_type::turbo3);
 }
@@ -950,8 +954,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, vec_warp_min_blocks
   warp_queries<C> queries;
   queries.load(a, x, warp, lane);
   const int row_unit = vec_head_row_unit(a.k_nb1, a.v_nb1, x.k_head, x.v_head, KL::row_bytes, VL::row_bytes);
-  // turbo3's lookup tables stay kernel arguments (turbo2's and turbo4's are constants): kept in
-  // registers (lut_in_registers) the kernel issues 3% fewer instructions and is no faster
+  // turbo3's lookup tables stay kernel arguments (turbo2's are constants): kept in registers
+  // (lut_in_registers) the kernel issues 3% fewer instructions and is no faster
   // (docs/performance.md, decode).
   const turbo3_lut& lut = a.lut;
 

@@ -5,19 +5,85 @@
 // fp16 norm is scale_bits. load<UNIT> reads a chunk's packed bits from a row staged in UNIT-byte
 // copies: rows staged in 16-byte units start 4-byte aligned (vec_warp_config), every other row
 // only 2-byte aligned. Sides with i8_scores also decode to signed bytes (decode_i8) for the
-// integer score form (vec_warp_config::integer_scores).
+// integer score form (vec_warp_config::integer_scores). The level table of turbo2 (a fixed
+// codebook) is a constant; turbo3's come from the call's codebook (turbo3_lut).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "turbo3/format/block.hpp"
+#include "turbo3/format/block_turbo2.hpp"
+#include "turbo3/format/codebook_turbo2.hpp"
 #include "turbo3/kv/loaders.hpp"
 #include "turbo3/platform/bits.hpp"
 #include "turbo3/types.hpp"
 
 namespace turbo3 {
 namespace detail {
+
+// ---- compile-time level tables -------------------------------------------------------------------
+
+// IEEE fp16 bits of a normal-range float (2^-14 <= |x| < 65504), rounded to nearest even: the
+// bits fp16_from_float gives, at compile time.
+constexpr uint16_t fp16_bits_constexpr(float f) {
+  const bool neg = f < 0.0f;
+  double x = neg ? -static_cast<double>(f) : static_cast<double>(f);
+  int e = 0;
+  while (x >= 2.0) x /= 2.0, ++e;
+  while (x < 1.0) x *= 2.0, --e;
+  const double m = x * 1024.0;  // in [1024, 2048): exact (power-of-two scaling)
+  long long n = static_cast<long long>(m);
+  const double frac = m - static_cast<double>(n);
+  if (frac > 0.5 || (frac == 0.5 && (n & 1))) ++n;
+  if (n == 2048) n = 1024, ++e;
+  return static_cast<uint16_t>((neg ? 0x8000u : 0u) | static_cast<unsigned>(e + 15) << 10 |
+                               static_cast<unsigned>(n - 1024));
+}
+
+// byte `which` (0: low, 1: high) of the fp16 bits of levels[0..3], as a 4-byte lookup table
+// (byte i: level i).
+constexpr uint32_t fp16_byte_plane(const float (&levels)[4], int which) {
+  uint32_t r = 0;
+  for (int i = 0; i < 4; ++i) r |= static_cast<uint32_t>((fp16_bits_constexpr(levels[i]) >> (8 * which)) & 0xffu) << (8 * i);
+  return r;
+}
+
+// The integer form of a level table (as make_turbo3_lut builds turbo3's): level / unit =
+// 128 * hi + lo, rounded half away from zero as std::lround, unit = max |level| / i8_pair_max.
+struct i8_level_planes {
+  uint32_t hi, lo;
+  float unit;
+};
+constexpr i8_level_planes i8_planes_of(const float (&levels)[4]) {
+  float max_level = 0.0f;
+  for (int i = 0; i < 4; ++i) {
+    const float m = levels[i] < 0.0f ? -levels[i] : levels[i];
+    max_level = m > max_level ? m : max_level;
+  }
+  const float scale = i8_pair_max / max_level;
+  i8_level_planes p{0u, 0u, 1.0f / scale};
+  for (int i = 0; i < 4; ++i) {
+    const float v = levels[i] * scale;
+    const int q = static_cast<int>(v < 0.0f ? v - 0.5f : v + 0.5f);
+    const int hi = (q + 64) >> 7, lo = q - 128 * hi;  // split_i8_pair
+    p.hi |= (static_cast<uint32_t>(hi) & 0xffu) << (8 * i);
+    p.lo |= (static_cast<uint32_t>(lo) & 0xffu) << (8 * i);
+  }
+  return p;
+}
+
+struct turbo2_levels {
+  float level[4];
+};
+constexpr turbo2_levels turbo2_level_array() {
+  const turbo2_codebook_table cb = turbo2_codebook();
+  return turbo2_levels{{cb.level[0], cb.level[1], cb.level[2], cb.level[3]}};
+}
+inline constexpr turbo2_levels turbo2_warp_levels = turbo2_level_array();
+inline constexpr uint32_t turbo2_lo_plane = fp16_byte_plane(turbo2_warp_levels.level, 0);
+inline constexpr uint32_t turbo2_hi_plane = fp16_byte_plane(turbo2_warp_levels.level, 1);
+inline constexpr i8_level_planes turbo2_i8_planes = i8_planes_of(turbo2_warp_levels.level);
 
 #if TURBO3_HAS_RUNTIME
 
@@ -48,12 +114,71 @@ struct turbo3_warp_side {
   TURBO3_DEVICE TURBO3_FORCEINLINE static float i8_unit(const turbo3_lut& lut) { return lut.i8_unit; }
 };
 
+// ---- turbo2 ----------------------------------------------------------------------------------------
+// 34-byte blocks (block_turbo2): the fp16 norm, then qs, index j at bits 2 (j % 4) of byte j / 4.
+// Chunk q's 16 indices are the word at 34 b + 2 + 4 q, value e at bits 2e: turbo3's qs word without
+// the sign plane, so the decode is turbo3's with 2-bit indices (nibbles 0..3 of the even / odd
+// words, a 4-entry table in one register) and turbo3's slot order (even values, then odd). 34 b + 2
+// is 4-byte aligned exactly where 50 b + 2 is: in the odd blocks of a 4-byte aligned row.
+struct turbo2_warp_side {
+  static constexpr data_type type = data_type::turbo2;
+  static constexpr int group_bytes = static_cast<int>(turbo2_block_bytes);
+  static constexpr bool i8_scores = true;
+  struct raw_chunk {
+    uint32_t qs;
+  };
+  TURBO3_HD static constexpr int value_of_slot(int s) { return kv::turbo3_loader::value_of_slot(s); }
+  template <int UNIT>
+  TURBO3_DEVICE TURBO3_FORCEINLINE static raw_chunk load(const char* row, int b, int q) {
+    const char* p = row + b * group_bytes + offsetof(block_turbo2, qs) + 4 * q;
+    if (UNIT == 16 && (b & 1)) return {*reinterpret_cast<const uint32_t*>(p)};
+    const uint16_t* h = reinterpret_cast<const uint16_t*>(p);
+    return {platform::join_halves(h[0], h[1])};
+  }
+  TURBO3_DEVICE TURBO3_FORCEINLINE static uint16_t scale_bits(const char* row, int b) {
+    return reinterpret_cast<const uint16_t*>(row + b * group_bytes + offsetof(block_turbo2, norm))[0];
+  }
+  TURBO3_DEVICE TURBO3_FORCEINLINE static float scale(const char* row, int b) {
+    return platform::half_bits_to_float(scale_bits(row, b));
+  }
+  // The index words of slots 0-3, 4-7 (even values) and 8-11, 12-15 (odd values): nibble n of
+  // word w holds the index of slot 4w + n (bits 16-31 ignored by the lookups).
+  TURBO3_DEVICE TURBO3_FORCEINLINE static void index_words(const raw_chunk& raw, uint32_t (&words)[4]) {
+    const uint32_t even = raw.qs & 0x33333333u, odd = (raw.qs >> 2) & 0x33333333u;
+    words[0] = even, words[1] = platform::upper_half(even), words[2] = odd, words[3] = platform::upper_half(odd);
+  }
+  TURBO3_DEVICE TURBO3_FORCEINLINE static void decode_half2(const raw_chunk& raw, const turbo3_lut&, uint32_t out[8]) {
+    uint32_t words[4];
+    index_words(raw, words);
+    TURBO3_UNROLL
+    for (int w = 0; w < 4; ++w) {
+      const uint32_t lo = platform::lookup_bytes4(turbo2_lo_plane, 0u, words[w]);
+      const uint32_t hi = platform::lookup_bytes4(turbo2_hi_plane, 0u, words[w]);
+      out[2 * w] = platform::permute_bytes<0, 4, 1, 5>(lo, hi);
+      out[2 * w + 1] = platform::permute_bytes<2, 6, 3, 7>(lo, hi);
+    }
+  }
+  TURBO3_DEVICE TURBO3_FORCEINLINE static void decode_i8(const raw_chunk& raw, const turbo3_lut&, uint32_t hi[4],
+                                                        uint32_t lo[4]) {
+    uint32_t words[4];
+    index_words(raw, words);
+    TURBO3_UNROLL
+    for (int w = 0; w < 4; ++w) {
+      hi[w] = platform::lookup_bytes4(turbo2_i8_planes.hi, 0u, words[w]);
+      lo[w] = platform::lookup_bytes4(turbo2_i8_planes.lo, 0u, words[w]);
+    }
+  }
+  TURBO3_DEVICE TURBO3_FORCEINLINE static float i8_unit(const turbo3_lut&) { return turbo2_i8_planes.unit; }
+};
+
 #endif  // TURBO3_HAS_RUNTIME
 
 // Whether the warp decode kernel has a side for storage type t, and whether K of type t takes the
 // integer score form (vec_warp_warps).
-TURBO3_HD constexpr bool vec_warp_side_type(data_type t) { return t == data_type::turbo3; }
-TURBO3_HD constexpr bool vec_warp_i8_type(data_type t) { return t == data_type::turbo3; }
+TURBO3_HD constexpr bool vec_warp_side_type(data_type t) {
+  return t == data_type::turbo3 || t == data_type::turbo2;
+}
+TURBO3_HD constexpr bool vec_warp_i8_type(data_type t) { return t == data_type::turbo3 || t == data_type::turbo2; }
 
 }  // namespace detail
 }  // namespace turbo3
