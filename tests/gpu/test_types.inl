@@ -172,13 +172,14 @@ TEST_CASE("types: 16 and 8 query rows per work-group", "[types]") {
 // and 256, n_q 1 and 2, GQA 1 and 4, unmasked and masked (16 cases); 2, 3 or 8 KV heads (token
 // rows of 8 heads are 16-byte multiples: 16-byte staging, 8-byte where a head starts 2 bytes into
 // a word; 2 and 3 heads: 8-, 4- and 2-byte staging), head-major rows every fifth case (span
-// staging where rows are not 4-byte multiples), both rotation modes and Q types; then the deep-context shape (D = 256, one value
-// column block, 65536 keys and more: 6 warps).
-TEST_CASE("types: the warp decode kernel over turbo2 pairs", "[types][vec]") {
+// staging where rows are not 4-byte multiples), both rotation modes and Q types. Then the
+// deep-context shape (D = 256, one value column block, 65536 keys and more): 6 warps for turbo2, 4
+// for turbo4 (vec_warp_warps).
+TEST_CASE("types: the warp decode kernel over turbo2 and turbo4 pairs", "[types][vec]") {
   using namespace types_test;
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x3a4);
-  // (K, V) in all_types: turbo2, and with turbo3
-  const std::array<std::pair<int, int>, 3> pairs = {{{3, 3}, {1, 3}, {3, 1}}};
+  // (K, V) in all_types: turbo2, turbo4 and each with turbo3
+  const std::array<std::pair<int, int>, 6> pairs = {{{3, 3}, {1, 3}, {3, 1}, {2, 2}, {1, 2}, {2, 1}}};
   int variant = 0;
   for (const auto& [ki, vi] : pairs)
     for (int d : {128, 256})
@@ -206,7 +207,7 @@ TEST_CASE("types: the warp decode kernel over turbo2 pairs", "[types][vec]") {
             CHECK(route(prob.device_params()) == kernel_choice::vec);
             run_route(prob, want, ki, vi, {}, c.describe());
           }
-  for (const auto& [ki, vi] : {std::pair<int, int>{3, 3}}) {
+  for (const auto& [ki, vi] : {std::pair<int, int>{3, 3}, std::pair<int, int>{2, 2}}) {
     attention_case c;
     c.k_type = all_types[ki];
     c.v_type = all_types[vi];

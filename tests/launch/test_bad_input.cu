@@ -420,10 +420,11 @@ TEST_CASE("write_rows refuses unknown codebooks, sizes that overflow and overlap
   CHECK(cache == before);
 }
 
-// turbo4, turbo2 and q8_0 K/V are read by the scalar VEC kernel (any head dim it has) and by
-// materialize (D 128 and 256), and only by those: the automatic route sends decode and D = 512 to
-// VEC and other prefill to materialize; TILE and MMA, forced, report unsupported before any
-// allocation or launch, and their size queries say 0.
+// turbo4, turbo2 and q8_0 K/V are read by the VEC kernels (the scalar one at any head dim it has,
+// the warp one for the turbo pairs of vec_warp_types on NVIDIA) and by materialize (D 128 and 256),
+// and only by those: the automatic route sends decode and D = 512 to VEC and other prefill to
+// materialize; TILE and MMA, forced, report unsupported before any allocation or launch, and their
+// size queries say 0.
 TEST_CASE("turbo4, turbo2 and q8_0 K or V: VEC and materialize serve them, TILE and MMA refuse", "[bad_input][types]") {
   constexpr int64_t n_kv = 64, H = 8, HKV = 2;
   const data_type new_types[] = {data_type::turbo4, data_type::turbo2, data_type::q8_0};

@@ -23,11 +23,12 @@ enum class kernel_choice {
 // Which decode (VEC) kernel runs. Each falls back to `scalar` where it does not apply.
 enum class vec_variant {
   automatic,  // `warp` where it applies, else `scalar`
-  scalar,     // FMA kernel: every head dim, K/V type pair and row count (the only one for turbo4
-              // and q8_0 K/V)
+  scalar,     // FMA kernel: every head dim, K/V type pair and row count (the only one for q8_0
+              // K/V and for turbo4 with turbo2)
   matrix,     // block-synchronous matrix-instruction kernel (NVIDIA; D 128/256, up to 8 rows)
   warp,       // warp-owned key ranges, asynchronous staging, matrix instructions (NVIDIA; K and
-              // V each turbo3 or turbo2; D 128/256, up to 8 rows)
+              // V each turbo3, turbo2 or turbo4, one type or turbo3 with another; D 128/256, up to
+              // 8 rows)
 };
 
 // Which matrix-core prefill (MMA) kernel runs. `warpgroup` falls back to `fragment` where it does

@@ -99,11 +99,15 @@ void with_vec_kernel(const vec_plan& plan, data_type k, data_type v, bool masked
       };
       using T3 = turbo3_warp_side;
       using T2 = turbo2_warp_side;
-      const data_type t3 = data_type::turbo3, t2 = data_type::turbo2;
+      using T4 = turbo4_warp_side;
+      const data_type t3 = data_type::turbo3, t2 = data_type::turbo2, t4 = data_type::turbo4;
       if (k == t3 && v == t3) with_sides(T3{}, T3{});
       else if (k == t2 && v == t2) with_sides(T2{}, T2{});
       else if (k == t3 && v == t2) with_sides(T3{}, T2{});
       else if (k == t2 && v == t3) with_sides(T2{}, T3{});
+      else if (k == t4 && v == t4) with_sides(T4{}, T4{});
+      else if (k == t3 && v == t4) with_sides(T3{}, T4{});
+      else if (k == t4 && v == t3) with_sides(T4{}, T3{});
       return;
     }
   }
@@ -223,8 +227,8 @@ inline vec_row_layout vec_rows_of(const attention_params& p) {
 // The launch limit of a grid's y and z dimensions (x: 2^31 - 1).
 inline constexpr int64_t max_grid_yz = 65535;
 
-// Whether the VEC kernels take these (validated) params: any K/V type pair (turbo4 and q8_0 sides
-// through the scalar kernel only), head dims 128, 256, 512 and 64 (f16 K and V only: q8_0 at
+// Whether the VEC kernels take these (validated) params: any K/V type pair (q8_0 sides, and turbo4
+// with turbo2, through the scalar kernel only), head dims 128, 256, 512 and 64 (f16 K and V only: q8_0 at
 // D = 64 decodes through materialize, launch.hpp's route_on), f16 rows 16-byte aligned,
 // GQA <= 64, and grids within the launch limits: the decode kernel's (splits <= 256, KV heads x
 // head splits, sequences x query tiles) and the combine kernel's (queries x slices, n_head, n_seq;

@@ -51,6 +51,11 @@ inline constexpr int vec_warp_rows = 8;  // the fragment's N
 // (docs/performance.md, decode). 198 / 239 registers at D = 256 with 1 / 2 value column blocks
 // (2 fit), 159-163 with 6 warps (2 fit), 140-164 at D = 128 (3 fit).
 inline constexpr int vec_warp_min_blocks = 2;
+// A turbo4 side at D = 128 takes 173-188 registers compiled for 2 (its decode's sign and magnitude
+// lookups): compiled for 3, as turbo3 fits at D = 128.
+template <int D, class KS, class VS>
+inline constexpr int vec_warp_min_blocks_of =
+    D == 128 && (KS::type == data_type::turbo4 || VS::type == data_type::turbo4) ? 3 : vec_warp_min_blocks;
 // Keys per unit of a split (one 16-key group per warp): finer than vec_tile, so short contexts
 // still spread over a full wave of work-groups. The split count sets how many work-groups share a
 // row set; which keys each takes is decided at run time, in chunks of vec_warp_chunk_groups groups
@@ -58,10 +63,11 @@ inline constexpr int vec_warp_min_blocks = 2;
 TURBO3_HD constexpr int vec_warp_split_keys(int warps) { return 16 * warps; }
 inline constexpr int vec_warp_chunk_groups = 2;
 // Warps per work-group: 4, or at D = 256 with one value column block, at least
-// vec_warp_deep_keys keys and sides with integer scores (vec_warp_i8_type), 6 (two work-groups per
-// SM at 168 registers: 3 warps per scheduler instead of 2, without the early V decode). 6 warps pay
-// off only in long contexts: a warp's last chunk takes longer at 3 per scheduler, and short
-// contexts leave warps idle (docs/performance.md, decode).
+// vec_warp_deep_keys keys and turbo3 or turbo2 sides (vec_warp_i8_type: a turbo4 K has no integer
+// scores, and a turbo4 V's decode spills at 168 registers), 6 (two work-groups per SM at 168
+// registers: 3 warps per scheduler instead of 2, without the early V decode). 6 warps pay off only
+// in long contexts: a warp's last chunk takes longer at 3 per scheduler, and short contexts leave
+// warps idle (docs/performance.md, decode).
 inline constexpr int vec_warp_deep_warps = 6;
 inline constexpr int64_t vec_warp_deep_keys = 65536;
 TURBO3_HD constexpr bool vec_warp_deep_types(data_type k, data_type v) {
@@ -76,7 +82,9 @@ TURBO3_HD constexpr int vec_warp_warps(int d, int col_blocks, int64_t n_kv, data
 
 TURBO3_HD constexpr bool vec_warp_head_dim(int d) { return d == 128 || d == 256; }
 
-// The K/V type pairs the kernel reads: turbo3 or turbo2 on both sides.
+// The K/V type pairs the kernel reads: turbo3, turbo2 or turbo4 on both sides, one type or turbo3
+// with another (turbo2 with turbo4 takes the scalar kernel: two more kernels per shape to compile
+// for a pair no engine writes).
 TURBO3_HD constexpr bool vec_warp_types(data_type k, data_type v) {
   return vec_warp_side_type(k) && vec_warp_side_type(v) && (k == v || k == data_type::turbo3 || v == data_type::turbo3);
 }
@@ -218,11 +226,11 @@ static_assert(vec_warp_side_layout<128, turbo3_warp_side>::pitch == 80 &&
 static_assert(vec_warp_config<128>::stage_bytes == 2 * 16 * 80 && vec_warp_config<256, 6>::stage_bytes == 2 * 16 * 112,
               "turbo3 slots");
 
-// The work-group's Q rows, prescaled and rotated (a.rotate_q: every side stores rotated values), into q_nat [ROWS][q_pitch] in natural
-// order, padding rows zero: a warp per 128-value group, 4 values per lane. load() issues the
-// global loads (the kernel calls it first, so they are not queued behind its first copies);
-// store() rotates in registers and shuffles (rotate_group_warp32), writes the rows to shared
-// memory once and synchronizes. The fragments then pick their slots' values. Loads behind the
+// The work-group's Q rows, prescaled and rotated (a.rotate_q: every side stores rotated values),
+// into q_nat [ROWS][q_pitch] in natural order, padding rows zero: a warp per 128-value group, 4
+// values per lane. load() issues the global loads (the kernel calls it first, so they are not
+// queued behind its first copies); store() rotates in registers and shuffles
+// (rotate_group_warp32), writes the rows to shared memory once and synchronizes. The fragments then pick their slots' values. Loads behind the
 // first copies and a rotation in the work-group's two shared-memory passes make Q ready about
 // 1 us later (docs/performance.md, decode).
 template <class C>
@@ -939,7 +947,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_combine_warps(const attention_arg
 // (vec_warp_warps). KS, VS: the K and V sides (vec_warp_sides.hpp). Shared memory is dynamic,
 // C::smem_bytes (64.5 KB for turbo3 with 6 warps at D = 256).
 template <int D, bool MASKED, int COL_BLOCKS, int WARPS, class KS, class VS>
-TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, vec_warp_min_blocks)
+TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, (vec_warp_min_blocks_of<D, KS, VS>))
     vec_warp_kernel(attention_args a, int head_splits) {
   using C = vec_warp_config<D, WARPS, KS, VS>;
   using KL = typename C::k_layout;
@@ -954,8 +962,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, vec_warp_min_blocks
   warp_queries<C> queries;
   queries.load(a, x, warp, lane);
   const int row_unit = vec_head_row_unit(a.k_nb1, a.v_nb1, x.k_head, x.v_head, KL::row_bytes, VL::row_bytes);
-  // turbo3's lookup tables stay kernel arguments (turbo2's are constants): kept in registers
-  // (lut_in_registers) the kernel issues 3% fewer instructions and is no faster
+  // turbo3's lookup tables stay kernel arguments (turbo2's and turbo4's are constants): kept in
+  // registers (lut_in_registers) the kernel issues 3% fewer instructions and is no faster
   // (docs/performance.md, decode).
   const turbo3_lut& lut = a.lut;
 

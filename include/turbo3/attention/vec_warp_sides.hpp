@@ -5,8 +5,8 @@
 // fp16 norm is scale_bits. load<UNIT> reads a chunk's packed bits from a row staged in UNIT-byte
 // copies: rows staged in 16-byte units start 4-byte aligned (vec_warp_config), every other row
 // only 2-byte aligned. Sides with i8_scores also decode to signed bytes (decode_i8) for the
-// integer score form (vec_warp_config::integer_scores). The level table of turbo2 (a fixed
-// codebook) is a constant; turbo3's come from the call's codebook (turbo3_lut).
+// integer score form (vec_warp_config::integer_scores). The level tables of turbo2 and turbo4
+// (fixed codebooks) are constants; turbo3's come from the call's codebook (turbo3_lut).
 #pragma once
 
 #include <cstddef>
@@ -14,7 +14,9 @@
 
 #include "turbo3/format/block.hpp"
 #include "turbo3/format/block_turbo2.hpp"
+#include "turbo3/format/block_turbo4.hpp"
 #include "turbo3/format/codebook_turbo2.hpp"
+#include "turbo3/format/codebook_turbo4.hpp"
 #include "turbo3/kv/loaders.hpp"
 #include "turbo3/platform/bits.hpp"
 #include "turbo3/types.hpp"
@@ -45,7 +47,8 @@ constexpr uint16_t fp16_bits_constexpr(float f) {
 // (byte i: level i).
 constexpr uint32_t fp16_byte_plane(const float (&levels)[4], int which) {
   uint32_t r = 0;
-  for (int i = 0; i < 4; ++i) r |= static_cast<uint32_t>((fp16_bits_constexpr(levels[i]) >> (8 * which)) & 0xffu) << (8 * i);
+  for (int i = 0; i < 4; ++i)
+    r |= static_cast<uint32_t>((fp16_bits_constexpr(levels[i]) >> (8 * which)) & 0xffu) << (8 * i);
   return r;
 }
 
@@ -85,6 +88,23 @@ inline constexpr uint32_t turbo2_lo_plane = fp16_byte_plane(turbo2_warp_levels.l
 inline constexpr uint32_t turbo2_hi_plane = fp16_byte_plane(turbo2_warp_levels.level, 1);
 inline constexpr i8_level_planes turbo2_i8_planes = i8_planes_of(turbo2_warp_levels.level);
 
+// turbo4's magnitudes |level(8 + m)|, m = 0..7 (the table is symmetric: turbo4_levels_symmetric),
+// as two 4-byte planes per fp16 byte: {lo0, lo1} low bytes, {hi0, hi1} high bytes.
+struct turbo4_magnitude_planes {
+  uint32_t lo[2], hi[2];
+};
+constexpr turbo4_magnitude_planes turbo4_planes_of() {
+  const turbo4_codebook_table cb = turbo4_codebook();
+  turbo4_magnitude_planes p{{0u, 0u}, {0u, 0u}};
+  for (int m = 0; m < 8; ++m) {
+    const uint16_t h = fp16_bits_constexpr(cb.level[8 + m]);
+    p.lo[m / 4] |= static_cast<uint32_t>(h & 0xffu) << (8 * (m % 4));
+    p.hi[m / 4] |= static_cast<uint32_t>(h >> 8) << (8 * (m % 4));
+  }
+  return p;
+}
+inline constexpr turbo4_magnitude_planes turbo4_warp_planes = turbo4_planes_of();
+
 #if TURBO3_HAS_RUNTIME
 
 // ---- turbo3: kv::turbo3_loader as it is -----------------------------------------------------------
@@ -102,9 +122,12 @@ struct turbo3_warp_side {
     if (UNIT == 16 && (b & 1)) return loader::template load_raw<true>(row, b, q);
     return loader::load_raw(row, b, q);
   }
-  TURBO3_DEVICE TURBO3_FORCEINLINE static uint16_t scale_bits(const char* row, int b) { return loader::scale_bits(row, b); }
+  TURBO3_DEVICE TURBO3_FORCEINLINE static uint16_t scale_bits(const char* row, int b) {
+    return loader::scale_bits(row, b);
+  }
   TURBO3_DEVICE TURBO3_FORCEINLINE static float scale(const char* row, int b) { return loader::scale(row, b); }
-  TURBO3_DEVICE TURBO3_FORCEINLINE static void decode_half2(const raw_chunk& raw, const turbo3_lut& lut, uint32_t out[8]) {
+  TURBO3_DEVICE TURBO3_FORCEINLINE static void decode_half2(const raw_chunk& raw, const turbo3_lut& lut,
+                                                            uint32_t out[8]) {
     loader::decode_half2(raw, lut, out);
   }
   TURBO3_DEVICE TURBO3_FORCEINLINE static void decode_i8(const raw_chunk& raw, const turbo3_lut& lut, uint32_t hi[4],
@@ -171,12 +194,68 @@ struct turbo2_warp_side {
   TURBO3_DEVICE TURBO3_FORCEINLINE static float i8_unit(const turbo3_lut&) { return turbo2_i8_planes.unit; }
 };
 
+// ---- turbo4 ----------------------------------------------------------------------------------------
+// 68-byte blocks (block_turbo4): the fp16 norm, 2 reserved bytes, then qs, index j in nibble j % 2
+// of byte j / 2. Chunk q's 16 indices are the words at 68 b + 4 + 8 q (values 0-7, value e in
+// nibble e) and + 4 (values 8-15): every one 4-byte aligned in a 4-byte aligned row. Slot order is
+// value order. level(i) = level(8 + m) for i >= 8 and -level(8 + m') for i < 8 with m' = 7 - i
+// (the table is symmetric), so m = (i >= 8 ? i : ~i) & 7 looks up an 8-entry table of magnitudes
+// and bit 3 of i, clear, sets the fp16 sign. No integer decode (i8_scores false): in the signed
+// byte pair (hi, lo) the sign negates both bytes (a 16-entry table or byte arithmetic), not one OR
+// as in fp16; turbo4 K scores in fp16 with 4 warps (vec_warp_warps).
+struct turbo4_warp_side {
+  static constexpr data_type type = data_type::turbo4;
+  static constexpr int group_bytes = static_cast<int>(turbo4_block_bytes);
+  static constexpr bool i8_scores = false;
+  struct raw_chunk {
+    uint32_t w[2];
+  };
+  TURBO3_HD static constexpr int value_of_slot(int s) { return s; }
+  template <int UNIT>
+  TURBO3_DEVICE TURBO3_FORCEINLINE static raw_chunk load(const char* row, int b, int q) {
+    const char* p = row + b * group_bytes + offsetof(block_turbo4, qs) + 8 * q;
+    if (UNIT == 16) {
+      const uint32_t* w = reinterpret_cast<const uint32_t*>(p);
+      return {{w[0], w[1]}};
+    }
+    const uint16_t* h = reinterpret_cast<const uint16_t*>(p);
+    return {{platform::join_halves(h[0], h[1]), platform::join_halves(h[2], h[3])}};
+  }
+  TURBO3_DEVICE TURBO3_FORCEINLINE static uint16_t scale_bits(const char* row, int b) {
+    return reinterpret_cast<const uint16_t*>(row + b * group_bytes + offsetof(block_turbo4, norm))[0];
+  }
+  TURBO3_DEVICE TURBO3_FORCEINLINE static float scale(const char* row, int b) {
+    return platform::half_bits_to_float(scale_bits(row, b));
+  }
+  TURBO3_DEVICE TURBO3_FORCEINLINE static void decode_half2(const raw_chunk& raw, const turbo3_lut&, uint32_t out[8]) {
+    constexpr turbo4_magnitude_planes t = turbo4_warp_planes;
+    TURBO3_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t w = raw.w[h];
+      // nibble: 7 where bit 3 of the index is clear, 0 where set; m = index ^ that, low 3 bits
+      const uint32_t m = (w ^ (((~w) >> 3) & 0x11111111u) * 7u) & 0x77777777u;
+      // nibble: 4 where bit 3 is set (byte 0 of the sign table's zero word), 0 where clear (0x80)
+      const uint32_t s = (w >> 1) & 0x44444444u;
+      const uint32_t mw[2] = {m, platform::upper_half(m)}, sw[2] = {s, platform::upper_half(s)};
+      TURBO3_UNROLL
+      for (int k = 0; k < 2; ++k) {
+        const uint32_t lo = platform::lookup_bytes4(t.lo[0], t.lo[1], mw[k]);
+        const uint32_t hi =
+            platform::lookup_bytes4(t.hi[0], t.hi[1], mw[k]) | platform::lookup_bytes4(0x80808080u, 0u, sw[k]);
+        out[4 * h + 2 * k] = platform::permute_bytes<0, 4, 1, 5>(lo, hi);
+        out[4 * h + 2 * k + 1] = platform::permute_bytes<2, 6, 3, 7>(lo, hi);
+      }
+    }
+  }
+  TURBO3_DEVICE TURBO3_FORCEINLINE static float i8_unit(const turbo3_lut&) { return 0.0f; }
+};
+
 #endif  // TURBO3_HAS_RUNTIME
 
 // Whether the warp decode kernel has a side for storage type t, and whether K of type t takes the
 // integer score form (vec_warp_warps).
 TURBO3_HD constexpr bool vec_warp_side_type(data_type t) {
-  return t == data_type::turbo3 || t == data_type::turbo2;
+  return t == data_type::turbo3 || t == data_type::turbo2 || t == data_type::turbo4;
 }
 TURBO3_HD constexpr bool vec_warp_i8_type(data_type t) { return t == data_type::turbo3 || t == data_type::turbo2; }
 
