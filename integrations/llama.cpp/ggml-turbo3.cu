@@ -6,10 +6,11 @@
 // Environment:
 //   GGML_TURBO3=turbo3|all|off   which nodes go to the library: those with a turbo3 K or V (the
 //                                default), also f16/f16 ones, or none (ggml's kernels only)
-//   GGML_TURBO3_SET_ROWS=1       the turbo3 cache write (SET_ROWS) through turbo3::write_rows (not
-//                                while the fork's InnerQ is on)
-//   GGML_TURBO3_WHT=1            the fork's TURBO_WHT rotations through turbo3::rotate_groups,
-//                                bit-exact with the fork's kernel
+//   GGML_TURBO3_SET_ROWS=0       keep the turbo3 cache write (SET_ROWS) on the fork's kernel; by
+//                                default it goes through turbo3::write_rows (not while the fork's
+//                                InnerQ is on)
+//   GGML_TURBO3_WHT=0            keep the fork's TURBO_WHT rotations on its kernel; by default they
+//                                go through turbo3::rotate_groups, bit-exact with it
 //   GGML_TURBO3_LOG=1            one line per distinct decision (shape, route or reason)
 // At exit a summary line goes to stderr: nodes served per kernel family, nodes left to ggml per
 // reason, how many of each happened while a CUDA graph was being captured, and the graph captures
@@ -61,10 +62,13 @@ static bool log_enabled() {
     return on;
 }
 
-// The cache write and the rotations stay on the fork's kernels unless their variable is set (and
-// the policy is not "off"): in the engine they are measured against the fork's kernels first.
+// The cache write and the rotations go to the library unless their variable says 0 or off (or the
+// policy is "off"): in a pp2048 they take 3.4 ms of GPU time there against 14.8 ms in the fork's
+// kernels (docs/performance.md, engine).
 static bool route_enabled(const char * name) {
-    return policy() != serve_policy::none && env_flag(name);
+    const char * e = getenv(name);
+    const bool off = e && (!strcmp(e, "0") || !strcmp(e, "off"));
+    return policy() != serve_policy::none && !off;
 }
 
 static bool set_rows_enabled() {
@@ -342,7 +346,9 @@ bool ggml_cuda_turbo3_turbo_wht(ggml_backend_cuda_context & ctx, ggml_tensor * d
     const ggml_tensor * channel_scale = dst->src[1];  // the fork's InnerQ factors, or none
     int32_t direction = 0, group = 0;
     memcpy(&direction, dst->op_params, sizeof direction);
-    memcpy(&group, reinterpret_cast<const char *>(dst->op_params) + sizeof direction, sizeof group);
+    // ggml_turbo_wht stores the group size at `op_params + sizeof(int)` on an int32_t pointer:
+    // element 4, not the second int; read it where the fork's own dispatch does.
+    memcpy(&group, dst->op_params + sizeof(int), sizeof group);
     const bool plain = src->type == GGML_TYPE_F32 && dst->type == GGML_TYPE_F32 && ggml_is_contiguous(src) &&
                        ggml_is_contiguous(dst) && ggml_nelements(src) == ggml_nelements(dst) &&
                        group == turbo3::block_values && src->ne[0] % turbo3::block_values == 0 &&
@@ -350,6 +356,15 @@ bool ggml_cuda_turbo3_turbo_wht(ggml_backend_cuda_context & ctx, ggml_tensor * d
     const bool scale_ok = !channel_scale || (channel_scale->type == GGML_TYPE_F32 && ggml_is_contiguous(channel_scale) &&
                                              ggml_nelements(channel_scale) >= turbo3::block_values);
     if (!plain || !scale_ok) {
+        if (log_enabled()) {
+            log_once("TURBO_WHT left to ggml: src " + std::string(ggml_type_name(src->type)) +
+                     (ggml_is_contiguous(src) ? " contiguous" : " strided") + ", dst " +
+                     (ggml_is_contiguous(dst) ? "contiguous" : "strided") + ", ne0 " + std::to_string(src->ne[0]) +
+                     ", group " + std::to_string(group) + ", direction " + std::to_string(direction) +
+                     (channel_scale ? ", channel scale " + std::string(ggml_type_name(channel_scale->type)) + " x " +
+                                          std::to_string(ggml_nelements(channel_scale))
+                                    : ", no channel scale"));
+        }
         return false;
     }
     const turbo3::status s = turbo3::rotate_groups(
@@ -358,6 +373,7 @@ bool ggml_cuda_turbo3_turbo_wht(ggml_backend_cuda_context & ctx, ggml_tensor * d
         direction == 0 ? turbo3::rotation_direction::forward : turbo3::rotation_direction::inverse,
         channel_scale ? static_cast<const float *>(channel_scale->data) : nullptr, ctx.stream());
     if (s == turbo3::status::invalid_argument) {
+        if (log_enabled()) log_once("TURBO_WHT left to ggml: rotate_groups refuses its buffers (invalid_argument)");
         return false;  // e.g. src and dst overlapping in part: the fork's kernel takes it
     }
     if (s != turbo3::status::ok) {

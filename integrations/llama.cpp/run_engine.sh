@@ -10,7 +10,8 @@
 #   FORK_DIR      the fork's tree; only gguf-py/ and models/ggml-vocab-llama-spm.gguf are read
 #   OUT_DIR       where the logs go: test-backend-ops.txt, llama-bench.txt, perplexity.txt
 #   steps         any of: tests bench deep perplexity setrows profile (default: tests bench perplexity);
-#                 setrows: the library build with TURBO_WHT and SET_ROWS on the library too
+#                 setrows: the library build with the fork's TURBO_WHT and SET_ROWS, with TURBO_WHT on the
+#                 library, and with both on it (its default)
 #
 # The models and the text are written first (make_model.py, seeded) under $WORK_DIR (default
 # /tmp/turbo3-engine). Environment: DEPTHS (llama-bench depths, default 0,8192,32768), REPS
@@ -99,23 +100,24 @@ fi
 if has setrows; then
   {
     for m in $MODELS; do
-      bench "through turbo3" lib "$m" turbo3 -p "${BENCH_PP:-512,2048}" -n 128 -d "$DEPTHS"
-      GGML_TURBO3_WHT=1 bench "through turbo3, TURBO_WHT through rotate_groups" lib "$m" turbo3 \
+      GGML_TURBO3_WHT=0 GGML_TURBO3_SET_ROWS=0 bench "through turbo3, the fork's TURBO_WHT and SET_ROWS" lib "$m" \
+        turbo3 -p "${BENCH_PP:-512,2048}" -n 128 -d "$DEPTHS"
+      GGML_TURBO3_SET_ROWS=0 bench "through turbo3, TURBO_WHT through rotate_groups" lib "$m" turbo3 \
         -p "${BENCH_PP:-512,2048}" -n 128 -d "$DEPTHS"
-      GGML_TURBO3_WHT=1 GGML_TURBO3_SET_ROWS=1 bench "through turbo3, TURBO_WHT and SET_ROWS too" lib "$m" turbo3 \
-        -p "${BENCH_PP:-512,2048}" -n 128 -d "$DEPTHS"
+      bench "through turbo3, TURBO_WHT and SET_ROWS too" lib "$m" turbo3 -p "${BENCH_PP:-512,2048}" -n 128 -d "$DEPTHS"
     done
   } >> "$OUT/llama-bench.txt" 2>&1
   tail -30 "$OUT/llama-bench.txt"
 fi
 
 if has profile; then  # where prompt processing spends its time: GPU kernels of one pp2048, per build and cache
-  # runs: <runner> <cache> <label>; "routes" is the library build with TURBO_WHT and SET_ROWS on it too
+  # runs: <runner> <cache> <label>; "plain" leaves TURBO_WHT and SET_ROWS to the fork's kernels,
+  # "routes" (the library build's default) runs them on the library too
   runs=("base f16 plain" "base turbo3 plain" "lib turbo3 plain" "lib turbo3 routes")
   profile_one() {  # profile_one <model> <runner> <cache> <label>
     local m="$1" runner="$2" cache="$3" label="$4" name="profile-$1-$2-$3-$4"
     local bin; bin="$([ "$runner" = base ] && echo "$BASE" || echo "$LIB")"
-    local flags=(); [ "$label" = routes ] && flags=(GGML_TURBO3_WHT=1 GGML_TURBO3_SET_ROWS=1)
+    local flags=(GGML_TURBO3_WHT=0 GGML_TURBO3_SET_ROWS=0); [ "$label" = routes ] && flags=(GGML_TURBO3_LOG=0)
     echo "== $m, $runner, cache $cache, $label: top kernels"
     if command -v nsys > /dev/null; then
       env "${flags[@]}" LD_LIBRARY_PATH="$bin" nsys profile --force-overwrite true -o "$WORK/$name" "$bin/llama-bench" \
@@ -150,9 +152,10 @@ if has perplexity; then
     for m in $MODELS; do
       ppl "unpatched fork (base logits)" base "$m" f16 --kl-divergence-base "$WORK/$m.kld"
       ppl "unpatched fork" base "$m" turbo3 --kl-divergence-base "$WORK/$m.kld" --kl-divergence
-      ppl "through turbo3" lib "$m" turbo3 --kl-divergence-base "$WORK/$m.kld" --kl-divergence
-      GGML_TURBO3_WHT=1 GGML_TURBO3_SET_ROWS=1 ppl "through turbo3, TURBO_WHT and SET_ROWS too" lib "$m" turbo3 \
-        --kl-divergence-base "$WORK/$m.kld" --kl-divergence
+      GGML_TURBO3_WHT=0 GGML_TURBO3_SET_ROWS=0 ppl "through turbo3, the fork's TURBO_WHT and SET_ROWS" lib "$m" \
+        turbo3 --kl-divergence-base "$WORK/$m.kld" --kl-divergence
+      ppl "through turbo3, TURBO_WHT and SET_ROWS too" lib "$m" turbo3 --kl-divergence-base "$WORK/$m.kld" \
+        --kl-divergence
       # the arithmetic alone: the library's f16 kernels against the fork's, on the same f16 cache
       GGML_TURBO3=all ppl "through turbo3 (f16 nodes too)" lib "$m" f16 --kl-divergence-base "$WORK/$m.kld" --kl-divergence
     done
