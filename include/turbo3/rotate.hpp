@@ -39,6 +39,39 @@ TURBO3_DEVICE TURBO3_FORCEINLINE bool rotation_sign_negative(rotation_direction 
   return s1 ? rotation_s1_negative(i) : rotation_s2_negative(i);
 }
 
+// The rotation of one group held by 32 lanes, value 4 lane + k in v[k]: the first signs, the
+// butterfly (the lower value of a pair becomes a + b, the upper a - b; stages h = 1, 2 inside the
+// lane, h = 4 .. 64 with lane ^ (h / 4) holding the partner of the same slot), the scale and the
+// last signs. Every add and multiply rounded on its own, in the order of rotate_forward_group.
+TURBO3_DEVICE TURBO3_FORCEINLINE void rotate_lane_values(float (&v)[rotate_values_per_lane], int lane,
+                                                         rotation_direction dir) {
+  const int first = lane * rotate_values_per_lane;
+TURBO3_UNROLL
+  for (int k = 0; k < rotate_values_per_lane; ++k) v[k] = flip_if(v[k], rotation_sign_negative(dir, true, first + k));
+  for (int h = 1; h < rotate_values_per_lane; h <<= 1) {
+TURBO3_UNROLL
+    for (int k = 0; k < rotate_values_per_lane; ++k) {
+      if ((k & h) == 0) {
+        const float a = v[k], b = v[k + h];
+        v[k] = platform::add_rn(a, b);
+        v[k + h] = platform::add_rn(a, -b);
+      }
+    }
+  }
+TURBO3_UNROLL
+  for (int lane_mask = 1; lane_mask < rotate_lanes_per_group; lane_mask <<= 1) {
+    const bool upper = (lane & lane_mask) != 0;
+TURBO3_UNROLL
+    for (int k = 0; k < rotate_values_per_lane; ++k) {
+      const float partner = platform::shfl_xor(v[k], lane_mask, rotate_lanes_per_group);
+      v[k] = upper ? platform::add_rn(partner, -v[k]) : platform::add_rn(v[k], partner);
+    }
+  }
+TURBO3_UNROLL
+  for (int k = 0; k < rotate_values_per_lane; ++k)
+    v[k] = flip_if(platform::mul_rn(v[k], rotation_scale), rotation_sign_negative(dir, false, first + k));
+}
+
 template <bool Aligned>
 TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(rotate_threads)
 rotate_groups_kernel(const float* src, float* dst, int64_t n_groups, rotation_direction dir, const float* channel_scale) {
@@ -57,37 +90,13 @@ TURBO3_UNROLL
       for (int k = 0; k < rotate_values_per_lane; ++k) v[k] = in[k];
     }
     // The channel scale comes before the forward rotation and after the inverse one.
+    if (channel_scale && dir == rotation_direction::forward)
 TURBO3_UNROLL
-    for (int k = 0; k < rotate_values_per_lane; ++k) {
-      if (channel_scale && dir == rotation_direction::forward) v[k] = platform::mul_rn(v[k], channel_scale[first + k]);
-      v[k] = flip_if(v[k], rotation_sign_negative(dir, true, first + k));
-    }
-    // Stages h = 1, 2 inside the lane: the lower value of a pair becomes a + b, the upper a - b.
-    for (int h = 1; h < rotate_values_per_lane; h <<= 1) {
+      for (int k = 0; k < rotate_values_per_lane; ++k) v[k] = platform::mul_rn(v[k], channel_scale[first + k]);
+    rotate_lane_values(v, lane, dir);
+    if (channel_scale && dir == rotation_direction::inverse)
 TURBO3_UNROLL
-      for (int k = 0; k < rotate_values_per_lane; ++k) {
-        if ((k & h) == 0) {
-          const float a = v[k], b = v[k + h];
-          v[k] = platform::add_rn(a, b);
-          v[k + h] = platform::add_rn(a, -b);
-        }
-      }
-    }
-    // Stages h = 4 .. 64 across lanes: lane ^ (h / 4) holds the partner of the same slot.
-TURBO3_UNROLL
-    for (int lane_mask = 1; lane_mask < rotate_lanes_per_group; lane_mask <<= 1) {
-      const bool upper = (lane & lane_mask) != 0;
-TURBO3_UNROLL
-      for (int k = 0; k < rotate_values_per_lane; ++k) {
-        const float partner = platform::shfl_xor(v[k], lane_mask, rotate_lanes_per_group);
-        v[k] = upper ? platform::add_rn(partner, -v[k]) : platform::add_rn(v[k], partner);
-      }
-    }
-TURBO3_UNROLL
-    for (int k = 0; k < rotate_values_per_lane; ++k) {
-      v[k] = flip_if(platform::mul_rn(v[k], rotation_scale), rotation_sign_negative(dir, false, first + k));
-      if (channel_scale && dir == rotation_direction::inverse) v[k] = platform::mul_rn(v[k], channel_scale[first + k]);
-    }
+      for (int k = 0; k < rotate_values_per_lane; ++k) v[k] = platform::mul_rn(v[k], channel_scale[first + k]);
     float* out = dst + g * block_values + first;
     if (Aligned) {
       *reinterpret_cast<float4*>(out) = make_float4(v[0], v[1], v[2], v[3]);

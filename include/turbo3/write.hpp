@@ -18,7 +18,9 @@
 #include "turbo3/format/fp16.hpp"
 #include "turbo3/format/rotation.hpp"
 #include "turbo3/platform/device.hpp"
+#include "turbo3/platform/async_copy.hpp"
 #include "turbo3/platform/device_state.hpp"
+#include "turbo3/rotate.hpp"
 #include "turbo3/status.hpp"
 #include "turbo3/types.hpp"
 
@@ -49,7 +51,7 @@ struct cache_view {
 
 namespace detail {
 
-inline constexpr int write_threads = 128;  // one thread per value of a 128-group
+inline constexpr int write_threads = 128;  // q8_0: one thread per 32-value block
 
 TURBO3_DEVICE TURBO3_FORCEINLINE float load_value(const void* row, data_type type, int64_t i) {
   return type == data_type::f16 ? platform::half_to_float(static_cast<const platform::half*>(row)[i])
@@ -61,36 +63,6 @@ TURBO3_DEVICE TURBO3_FORCEINLINE int64_t destination_row(const Index* row_ids, i
   return row_ids ? static_cast<int64_t>(row_ids[r]) : r;
 }
 
-// The index bytes of a block from its 128 indices, by thread t of the work-group (t = 0 writes the
-// norm, and its neighbours here the rest: each thread at most one byte).
-TURBO3_DEVICE TURBO3_FORCEINLINE void store_indices(block_turbo3* out, const uint8_t* index, int t) {
-  if (t >= 1 && t <= block_qs_bytes) {
-    const int k = t - 1;
-    out->qs[k] = static_cast<uint8_t>((index[4 * k] & 3) | ((index[4 * k + 1] & 3) << 2) |
-                                      ((index[4 * k + 2] & 3) << 4) | ((index[4 * k + 3] & 3) << 6));
-  } else if (t > block_qs_bytes && t <= block_qs_bytes + block_sign_bytes) {
-    const int k = t - 1 - block_qs_bytes;
-    uint8_t s = 0;
-    for (int e = 0; e < 8; ++e) s |= static_cast<uint8_t>(((index[8 * k + e] >> 2) & 1) << e);
-    out->signs[k] = s;
-  }
-}
-TURBO3_DEVICE TURBO3_FORCEINLINE void store_indices(block_turbo4* out, const uint8_t* index, int t) {
-  if (t >= 1 && t <= turbo4_qs_bytes) {
-    const int k = t - 1;
-    out->qs[k] = static_cast<uint8_t>((index[2 * k] & 15) | ((index[2 * k + 1] & 15) << 4));
-  } else if (t == turbo4_qs_bytes + 1) {
-    out->reserved = 0;
-  }
-}
-TURBO3_DEVICE TURBO3_FORCEINLINE void store_indices(block_turbo2* out, const uint8_t* index, int t) {
-  if (t >= 1 && t <= turbo2_qs_bytes) {
-    const int k = t - 1;
-    out->qs[k] = static_cast<uint8_t>((index[4 * k] & 3) | ((index[4 * k + 1] & 3) << 2) |
-                                      ((index[4 * k + 2] & 3) << 4) | ((index[4 * k + 3] & 3) << 6));
-  }
-}
-
 // The table a write kernel quantizes with: turbo3's from the argument (the codebook is the
 // caller's), turbo4's and turbo2's their constant tables (immediates, not 31 argument registers,
 // which spill SGPRs on gfx942).
@@ -98,68 +70,126 @@ TURBO3_DEVICE TURBO3_FORCEINLINE codebook_table write_table(const codebook_table
 TURBO3_DEVICE TURBO3_FORCEINLINE turbo4_codebook_table write_table(const turbo4_codebook_table&) { return turbo4_codebook(); }
 TURBO3_DEVICE TURBO3_FORCEINLINE turbo2_codebook_table write_table(const turbo2_codebook_table&) { return turbo2_codebook(); }
 
-// One work-group of 128 threads quantizes one 128-group at a time (grid-stride over all groups)
-// into a Block (turbo3, turbo4, turbo2) with its Table (levels, thresholds, a quantize_index
-// overload): docs/format.md §3 with the type's table and packing. Only shared memory and barriers:
-// correct for any wave size.
+// 32 lanes quantize one 128-group, 4 consecutive values per lane (a wave64 holds two groups),
+// rotating them as rotate_groups does (rotate_lane_values), one load and a few stores per lane. A work-group per group with a barrier per stage is latency-
+// bound at about a tenth of the memory's rate (docs/performance.md, cache write).
+inline constexpr int write_lanes_per_group = rotate_lanes_per_group;
+inline constexpr int write_values_per_lane = rotate_values_per_lane;
+inline constexpr int write_group_threads = 256;
+inline constexpr int write_groups_per_block = write_group_threads / write_lanes_per_group;
+static_assert(write_values_per_lane == 4, "4 consecutive values per lane");
+
+// Values c .. c + 3 of a source row: one 16-byte load where an f32 row allows it.
+TURBO3_DEVICE TURBO3_FORCEINLINE void load_lane_values(const void* row, data_type type, int64_t c, float (&x)[4]) {
+  if (type == data_type::f32) {
+    const float* p = static_cast<const float*>(row) + c;
+    if ((reinterpret_cast<uintptr_t>(p) & 15u) == 0) {
+      const float4 v = *reinterpret_cast<const float4*>(p);
+      x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
+      return;
+    }
+  }
+TURBO3_UNROLL
+  for (int k = 0; k < 4; ++k) x[k] = load_value(row, type, c + k);
+}
+
+// A float32 sum of the group's 128 values in index order (§3 steps 1-2 and 6 define it as
+// sequential): each lane writes its 4 to the group's shared floats, then every lane adds all 128
+// (broadcast reads), so each holds the same sum without a shuffle.
+TURBO3_DEVICE TURBO3_FORCEINLINE float sequential_group_sum(float* group_smem, int lane, const float (&v)[4]) {
+  *reinterpret_cast<float4*>(group_smem + 4 * lane) = make_float4(v[0], v[1], v[2], v[3]);
+  platform::sync_warp();
+  float sum = 0.0f;
+  // 8 loads ahead of their adds at a time: fully unrolled, every load is hoisted into a register
+  // of its own (128 on AMD).
+#pragma unroll 1
+  for (int i = 0; i < block_values; i += 32) {
+    float4 q[8];
+TURBO3_UNROLL
+    for (int j = 0; j < 8; ++j) q[j] = *reinterpret_cast<const float4*>(group_smem + i + 4 * j);
+TURBO3_UNROLL
+    for (int j = 0; j < 8; ++j)
+      sum = platform::add_rn(platform::add_rn(platform::add_rn(platform::add_rn(sum, q[j].x), q[j].y), q[j].z), q[j].w);
+  }
+  platform::sync_warp();  // every lane has read before the floats are written again
+  return sum;
+}
+
+// A lane's 4 indices (values 4 lane .. 4 lane + 3) into the block's bytes.
+TURBO3_DEVICE TURBO3_FORCEINLINE void store_lane_indices(block_turbo3* out, int lane, const int (&idx)[4]) {
+  out->qs[lane] = static_cast<uint8_t>((idx[0] & 3) | ((idx[1] & 3) << 2) | ((idx[2] & 3) << 4) | ((idx[3] & 3) << 6));
+  // sign byte k holds values 8k .. 8k + 7: this lane's nibble and its odd neighbour's
+  const int nibble = ((idx[0] >> 2) & 1) | ((idx[1] >> 2) & 1) << 1 | ((idx[2] >> 2) & 1) << 2 | ((idx[3] >> 2) & 1) << 3;
+  const int upper = platform::shfl_xor(nibble, 1, write_lanes_per_group);
+  if ((lane & 1) == 0) out->signs[lane / 2] = static_cast<uint8_t>(nibble | (upper << 4));
+}
+TURBO3_DEVICE TURBO3_FORCEINLINE void store_lane_indices(block_turbo4* out, int lane, const int (&idx)[4]) {
+  const uint32_t lo = static_cast<uint32_t>((idx[0] & 15) | ((idx[1] & 15) << 4));
+  const uint32_t hi = static_cast<uint32_t>((idx[2] & 15) | ((idx[3] & 15) << 4));
+  *reinterpret_cast<uint16_t*>(out->qs + 2 * lane) = static_cast<uint16_t>(lo | (hi << 8));  // qs is 2-byte aligned
+  if (lane == 1) out->reserved = 0;
+}
+TURBO3_DEVICE TURBO3_FORCEINLINE void store_lane_indices(block_turbo2* out, int lane, const int (&idx)[4]) {
+  out->qs[lane] = static_cast<uint8_t>((idx[0] & 3) | ((idx[1] & 3) << 2) | ((idx[2] & 3) << 4) | ((idx[3] & 3) << 6));
+}
+
+// Quantizes the 128-groups of the source (grid-stride, one per 32 lanes) into Blocks (turbo3,
+// turbo4, turbo2) with their Table (levels, thresholds, a quantize_index overload): docs/format.md
+// §3 with the type's table and packing.
 template <class Block, class Table, class Index>
-TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(write_threads)
+TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(write_group_threads)
 write_rotated_kernel(row_source src, const Index* row_ids, cache_view dst, Table cb_arg) {
+  static_assert(sizeof(Block) >= 2 + block_values / 4, "a block holds at least 2 bits per value");
   const Table cb = write_table(cb_arg);
   constexpr int n_levels = static_cast<int>(sizeof(cb.level) / sizeof(cb.level[0]));
-  __shared__ float value[block_values];
-  __shared__ uint8_t index[block_values];
-  __shared__ float group_norm, group_inv;
-  const int t = static_cast<int>(threadIdx.x);
+  __shared__ float4 group_floats[write_groups_per_block * block_values / 4];
+  // The levels in shared memory, read at the index: a select chain over them in registers becomes
+  // an indexed copy in local memory (nvcc) or holds the table in scalar registers (gfx942 spills).
+  __shared__ float levels[n_levels];
+  if (threadIdx.x == 0) {  // one thread, constant indices: no copy of the table in local memory
+TURBO3_UNROLL
+    for (int l = 0; l < n_levels; ++l) levels[l] = cb.level[l];
+  }
+  platform::sync_threads();
+  const int lane = static_cast<int>(threadIdx.x) % write_lanes_per_group;
+  const int group_in_block = static_cast<int>(threadIdx.x) / write_lanes_per_group;
+  float* group_smem = reinterpret_cast<float*>(group_floats) + group_in_block * block_values;
+  const int first = write_values_per_lane * lane;
   const int64_t groups_per_row = src.n_cols / block_values;
   const int64_t n_groups = src.n_rows * groups_per_row;
-  for (int64_t g = blockIdx.x; g < n_groups; g += gridDim.x) {
+  const int64_t group_stride = static_cast<int64_t>(gridDim.x) * write_groups_per_block;
+  for (int64_t g = blockIdx.x * static_cast<int64_t>(write_groups_per_block) + group_in_block; g < n_groups;
+       g += group_stride) {
     const int64_t r = g / groups_per_row;
     const int64_t c = g % groups_per_row;
     const int64_t out_row = destination_row(row_ids, r);
-    if (out_row < 0 || out_row >= dst.n_rows) continue;  // uniform over the work-group
+    if (out_row < 0 || out_row >= dst.n_rows) continue;  // uniform over the group's lanes
     const void* in = static_cast<const char*>(src.data) + r * src.row_stride;
-    const float x = load_value(in, src.type, c * block_values + t);
-    value[t] = platform::mul_rn(x, x);
-    platform::sync_threads();
-    if (t == 0) {  // §3 step 1-2: sequential float32 sum in index order
-      float ss = 0.0f;
-      for (int i = 0; i < block_values; ++i) ss = platform::add_rn(ss, value[i]);
-      const float n = platform::sqrt_rn(ss);
-      group_norm = n;
-      group_inv = (n > 1e-10f) ? platform::div_rn(1.0f, n) : 0.0f;
-    }
-    platform::sync_threads();
-    value[t] = platform::mul_rn(x, group_inv) * rotation_s1(t);
-    // §3 step 3b: the butterfly, stage by stage; 64 threads each own one pair per stage.
-    for (int h = 1; h < block_values; h <<= 1) {
-      platform::sync_threads();
-      if ((t % (2 * h)) < h) {
-        const float a = value[t], b = value[t + h];
-        value[t] = platform::add_rn(a, b);
-        value[t + h] = platform::add_rn(a, -b);
-      }
-    }
-    platform::sync_threads();
-    const float y = platform::mul_rn(value[t], rotation_scale) * rotation_s2(t);
-    const int idx = quantize_index(cb, y);
-    index[t] = static_cast<uint8_t>(idx);
-    float level = cb.level[0];  // select, not a dynamic index: keeps the table in registers
+    float x[4], v[4];
+    load_lane_values(in, src.type, c * block_values + first, x);
 TURBO3_UNROLL
-    for (int k = 1; k < n_levels; ++k) level = (idx == k) ? cb.level[k] : level;
-    value[t] = platform::mul_rn(level, level);
-    platform::sync_threads();
-    Block* out = reinterpret_cast<Block*>(static_cast<char*>(dst.data) + out_row * dst.row_stride) + c;
-    if (t == 0) {  // §3 step 6: norm correction, sequential float32 sum
-      float rr = 0.0f;
-      for (int i = 0; i < block_values; ++i) rr = platform::add_rn(rr, value[i]);
-      const float r2 = platform::sqrt_rn(rr);
-      const float n = group_norm;
-      out->norm = platform::float_to_half_bits(clamp_to_fp16_range((r2 > 1e-10f) ? platform::div_rn(n, r2) : n));
-    } else {
-      store_indices(out, index, t);
+    for (int k = 0; k < 4; ++k) v[k] = platform::mul_rn(x[k], x[k]);
+    // §3 steps 1-2: the norm from the sequential sum of squares
+    const float norm = platform::sqrt_rn(sequential_group_sum(group_smem, lane, v));
+    const float inv = (norm > 1e-10f) ? platform::div_rn(1.0f, norm) : 0.0f;
+    // §3 step 3: the normalized values rotated
+TURBO3_UNROLL
+    for (int k = 0; k < 4; ++k) v[k] = platform::mul_rn(x[k], inv);
+    rotate_lane_values(v, lane, rotation_direction::forward);
+    int idx[4];
+TURBO3_UNROLL
+    for (int k = 0; k < 4; ++k) {
+      const float y = v[k];
+      idx[k] = quantize_index(cb, y);
+      const float level = levels[idx[k]];
+      v[k] = platform::mul_rn(level, level);
     }
-    platform::sync_threads();  // value[] and index[] are reused by the next group
+    // §3 step 6: the norm correction from the sequential sum of the squared levels
+    const float r2 = platform::sqrt_rn(sequential_group_sum(group_smem, lane, v));
+    Block* out = reinterpret_cast<Block*>(static_cast<char*>(dst.data) + out_row * dst.row_stride) + c;
+    store_lane_indices(out, lane, idx);
+    if (lane == 0)
+      out->norm = platform::float_to_half_bits(clamp_to_fp16_range((r2 > 1e-10f) ? platform::div_rn(norm, r2) : norm));
   }
 }
 
@@ -283,16 +313,17 @@ status write_rows(const row_source& src, const Index* row_ids, const cache_view&
   const platform::error_scope errors;
   constexpr int64_t max_blocks = 65535;
   const int64_t groups = src.n_rows * (src.n_cols / block_values);  // the turbo types' 128-groups
-  const unsigned group_grid = static_cast<unsigned>(groups < max_blocks ? groups : max_blocks);
+  const int64_t group_blocks = (groups + detail::write_groups_per_block - 1) / detail::write_groups_per_block;
+  const unsigned group_grid = static_cast<unsigned>(group_blocks < max_blocks ? group_blocks : max_blocks);
   if (dst.type == data_type::turbo3) {
     detail::write_rotated_kernel<block_turbo3, codebook_table, Index>
-        <<<group_grid, detail::write_threads, 0, stream>>>(src, row_ids, dst, codebook_values(cb));
+        <<<group_grid, detail::write_group_threads, 0, stream>>>(src, row_ids, dst, codebook_values(cb));
   } else if (dst.type == data_type::turbo4) {
     detail::write_rotated_kernel<block_turbo4, turbo4_codebook_table, Index>
-        <<<group_grid, detail::write_threads, 0, stream>>>(src, row_ids, dst, turbo4_codebook());
+        <<<group_grid, detail::write_group_threads, 0, stream>>>(src, row_ids, dst, turbo4_codebook());
   } else if (dst.type == data_type::turbo2) {
     detail::write_rotated_kernel<block_turbo2, turbo2_codebook_table, Index>
-        <<<group_grid, detail::write_threads, 0, stream>>>(src, row_ids, dst, turbo2_codebook());
+        <<<group_grid, detail::write_group_threads, 0, stream>>>(src, row_ids, dst, turbo2_codebook());
   } else if (dst.type == data_type::q8_0) {
     const int64_t blocks = (src.n_rows * (src.n_cols / q8_0_block_values) + detail::write_threads - 1) /
                            detail::write_threads;

@@ -6,9 +6,10 @@
 // Environment:
 //   GGML_TURBO3=turbo3|all|off   which nodes go to the library: those with a turbo3 K or V (the
 //                                default), also f16/f16 ones, or none (ggml's kernels only)
-//   GGML_TURBO3_SET_ROWS=1       the turbo3 cache write through turbo3::write_rows (off by default)
-//   GGML_TURBO3_WHT=0            the fork's TURBO_WHT rotations on its own kernel (by default they run
-//                                on turbo3::rotate_groups, bit-exact with it)
+//   GGML_TURBO3_SET_ROWS=1       the turbo3 cache write (SET_ROWS) through turbo3::write_rows (not
+//                                while the fork's InnerQ is on)
+//   GGML_TURBO3_WHT=1            the fork's TURBO_WHT rotations through turbo3::rotate_groups,
+//                                bit-exact with the fork's kernel
 //   GGML_TURBO3_LOG=1            one line per distinct decision (shape, route or reason)
 // At exit a summary line goes to stderr: nodes served per kernel family, nodes left to ggml per
 // reason, how many of each happened while a CUDA graph was being captured, and the graph captures
@@ -60,14 +61,20 @@ static bool log_enabled() {
     return on;
 }
 
+// The cache write and the rotations stay on the fork's kernels unless their variable is set (and
+// the policy is not "off"): in the engine they are measured against the fork's kernels first.
+static bool route_enabled(const char * name) {
+    return policy() != serve_policy::none && env_flag(name);
+}
+
 static bool set_rows_enabled() {
     // The fork's InnerQ calibrates on and scales the written rows inside its own kernel.
-    static const bool on = env_flag("GGML_TURBO3_SET_ROWS") && !env_flag("TURBO_INNERQ");
+    static const bool on = route_enabled("GGML_TURBO3_SET_ROWS") && !env_flag("TURBO_INNERQ");
     return on;
 }
 
 static bool wht_enabled() {
-    static const bool on = policy() != serve_policy::none && !(getenv("GGML_TURBO3_WHT") && !env_flag("GGML_TURBO3_WHT"));
+    static const bool on = route_enabled("GGML_TURBO3_WHT");
     return on;
 }
 

@@ -9,11 +9,13 @@
 #   TURBO3_BIN    bin/ of the patched fork (build.sh: FORK_DIR/build/bin)
 #   FORK_DIR      the fork's tree; only gguf-py/ and models/ggml-vocab-llama-spm.gguf are read
 #   OUT_DIR       where the logs go: test-backend-ops.txt, llama-bench.txt, perplexity.txt
-#   steps         any of: tests bench deep perplexity setrows profile (default: tests bench perplexity)
+#   steps         any of: tests bench deep perplexity setrows profile (default: tests bench perplexity);
+#                 setrows: the library build with TURBO_WHT and SET_ROWS on the library too
 #
 # The models and the text are written first (make_model.py, seeded) under $WORK_DIR (default
 # /tmp/turbo3-engine). Environment: DEPTHS (llama-bench depths, default 0,8192,32768), REPS
-# (default 2), MODELS (default "gemma llama").
+# (default 2), BENCH_PP (prompt sizes, default 512,2048), MODELS (default "gemma llama"), TEST_BASELINE=0 (the tests step skips the unpatched
+# build's FLASH_ATTN_EXT run).
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -44,11 +46,20 @@ wait
 # ---- the fork's own tests --------------------------------------------------------------------
 if has tests; then
   {
-    stamp "unpatched fork: test-backend-ops -o FLASH_ATTN_EXT"
-    base test-backend-ops -b CUDA0 -o FLASH_ATTN_EXT 2>&1 | grep -vE "^\s*$"
+    if [ "${TEST_BASELINE:-1}" = 1 ]; then
+      stamp "unpatched fork: test-backend-ops -o FLASH_ATTN_EXT"
+      base test-backend-ops -b CUDA0 -o FLASH_ATTN_EXT 2>&1 | grep -vE "^\s*$"
+    fi
     stamp "through turbo3: test-backend-ops -o FLASH_ATTN_EXT"
     lib test-backend-ops -b CUDA0 -o FLASH_ATTN_EXT 2>&1 | grep -vE "^\s*$"
   } > "$OUT/test-backend-ops.txt" 2>&1
+  {  # the rotations the fork applies around attention, which the library also serves
+    stamp "unpatched fork: test-backend-ops -o TURBO_WHT"
+    base test-backend-ops -b CUDA0 -o TURBO_WHT 2>&1 | grep -E "TURBO_WHT|tests passed|turbo3:"
+    stamp "through turbo3: test-backend-ops -o TURBO_WHT"
+    lib test-backend-ops -b CUDA0 -o TURBO_WHT 2>&1 | grep -E "TURBO_WHT|tests passed|turbo3:"
+  } > "$OUT/test-backend-ops-wht.txt" 2>&1
+  cat "$OUT/test-backend-ops-wht.txt"
   # per build: cases passed, failed and not supported, overall and with a turbo3 K/V
   sed 's/\x1b\[[0-9;]*m//g' "$OUT/test-backend-ops.txt" | awk '
     /^### unpatched/ { s = "unpatched" } /^### through turbo3/ { s = "turbo3 " }
@@ -68,9 +79,9 @@ bench() {  # bench <label> <runner> <model> <cache type> [extra llama-bench args
 if has bench; then
   {
     for m in $MODELS; do
-      bench "unpatched fork" base "$m" f16 -p 512,2048 -n 128 -d "$DEPTHS"
-      bench "unpatched fork" base "$m" turbo3 -p 512,2048 -n 128 -d "$DEPTHS"
-      bench "through turbo3" lib "$m" turbo3 -p 512,2048 -n 128 -d "$DEPTHS"
+      bench "unpatched fork" base "$m" f16 -p "${BENCH_PP:-512,2048}" -n 128 -d "$DEPTHS"
+      bench "unpatched fork" base "$m" turbo3 -p "${BENCH_PP:-512,2048}" -n 128 -d "$DEPTHS"
+      bench "through turbo3" lib "$m" turbo3 -p "${BENCH_PP:-512,2048}" -n 128 -d "$DEPTHS"
     done
   } > "$OUT/llama-bench.txt" 2>&1
   cat "$OUT/llama-bench.txt"
@@ -88,37 +99,38 @@ fi
 if has setrows; then
   {
     for m in $MODELS; do
-      bench "through turbo3, fork SET_ROWS" lib "$m" turbo3 -p 512 -n 128 -d 0,8192
-      GGML_TURBO3_SET_ROWS=1 bench "through turbo3, SET_ROWS through write_rows" lib "$m" turbo3 -p 512 -n 128 -d 0,8192
+      bench "through turbo3" lib "$m" turbo3 -p "${BENCH_PP:-512,2048}" -n 128 -d "$DEPTHS"
+      GGML_TURBO3_WHT=1 bench "through turbo3, TURBO_WHT through rotate_groups" lib "$m" turbo3 \
+        -p "${BENCH_PP:-512,2048}" -n 128 -d "$DEPTHS"
+      GGML_TURBO3_WHT=1 GGML_TURBO3_SET_ROWS=1 bench "through turbo3, TURBO_WHT and SET_ROWS too" lib "$m" turbo3 \
+        -p "${BENCH_PP:-512,2048}" -n 128 -d "$DEPTHS"
     done
   } >> "$OUT/llama-bench.txt" 2>&1
   tail -30 "$OUT/llama-bench.txt"
 fi
 
 if has profile; then  # where prompt processing spends its time: GPU kernels of one pp2048, per build and cache
-  if command -v nsys > /dev/null; then
+  # runs: <runner> <cache> <label>; "routes" is the library build with TURBO_WHT and SET_ROWS on it too
+  runs=("base f16 plain" "base turbo3 plain" "lib turbo3 plain" "lib turbo3 routes")
+  profile_one() {  # profile_one <model> <runner> <cache> <label>
+    local m="$1" runner="$2" cache="$3" label="$4" name="profile-$1-$2-$3-$4"
+    local bin; bin="$([ "$runner" = base ] && echo "$BASE" || echo "$LIB")"
+    local flags=(); [ "$label" = routes ] && flags=(GGML_TURBO3_WHT=1 GGML_TURBO3_SET_ROWS=1)
+    echo "== $m, $runner, cache $cache, $label: top kernels"
+    if command -v nsys > /dev/null; then
+      env "${flags[@]}" LD_LIBRARY_PATH="$bin" nsys profile --force-overwrite true -o "$WORK/$name" "$bin/llama-bench" \
+        -m "$WORK/$m.gguf" -ngl 99 -fa 1 -ctk "$cache" -ctv "$cache" -p 2048 -n 0 -r 1 > /dev/null 2>&1
+      nsys stats --report cuda_gpu_kern_sum --format csv -o "$OUT/$name" "$WORK/$name.nsys-rep" > /dev/null 2>&1
+      sed -n '2,16p' "$OUT/${name}_cuda_gpu_kern_sum.csv" 2>/dev/null | cut -d, -f1-3,9 | cut -c1-160
+    else  # CUPTI, through kernel_times.cpp: total ns, count, average ns, name
+      env "${flags[@]}" KERNEL_TIMES_OUT="$OUT/$name.csv" LD_PRELOAD="$KERNEL_TIMES_LIB" LD_LIBRARY_PATH="$bin" \
+        "$bin/llama-bench" -m "$WORK/$m.gguf" -ngl 99 -fa 1 -ctk "$cache" -ctv "$cache" -p 2048 -n 0 -r 1 > /dev/null 2>&1
+      sed -n '2,16p' "$OUT/$name.csv" 2>/dev/null | cut -c1-180
+    fi
+  }
+  if command -v nsys > /dev/null || [ -f "${KERNEL_TIMES_LIB:=$LIB/libkernel_times.so}" ]; then
     for m in $MODELS; do
-      for run in "base f16" "base turbo3" "lib turbo3"; do
-        set -- $run
-        rep="$WORK/profile-$m-$1-$2"
-        LD_LIBRARY_PATH="$([ "$1" = base ] && echo "$BASE" || echo "$LIB")" nsys profile --force-overwrite true \
-          -o "$rep" "$([ "$1" = base ] && echo "$BASE" || echo "$LIB")/llama-bench" -m "$WORK/$m.gguf" -ngl 99 -fa 1 \
-          -ctk "$2" -ctv "$2" -p 2048 -n 0 -r 1 > /dev/null 2>&1
-        nsys stats --report cuda_gpu_kern_sum --format csv -o "$OUT/profile-$m-$1-$2" "$rep.nsys-rep" > /dev/null 2>&1
-        echo "== $m, $1, cache $2: top kernels (total time, ns)"
-        sed -n '2,16p' "$OUT/profile-$m-$1-$2_cuda_gpu_kern_sum.csv" 2>/dev/null | cut -d, -f1-3,9 | cut -c1-160
-      done
-    done | tee "$OUT/profile.txt"
-  elif [ -f "${KERNEL_TIMES_LIB:=$LIB/libkernel_times.so}" ]; then  # CUPTI, through kernel_times.cpp
-    for m in $MODELS; do
-      for run in "base f16" "base turbo3" "lib turbo3"; do
-        set -- $run
-        csv="$OUT/profile-$m-$1-$2.csv"
-        KERNEL_TIMES_OUT="$csv" LD_PRELOAD="$KERNEL_TIMES_LIB" "$1" llama-bench -m "$WORK/$m.gguf" -ngl 99 -fa 1 \
-          -ctk "$2" -ctv "$2" -p 2048 -n 0 -r 1 > /dev/null 2>&1
-        echo "== $m, $1, cache $2: top kernels (total ns, count, avg ns, name)"
-        sed -n '2,16p' "$csv" 2>/dev/null | cut -c1-180
-      done
+      for run in "${runs[@]}"; do profile_one "$m" $run; done
     done | tee "$OUT/profile.txt"
   else
     echo "profile: neither nsys nor $KERNEL_TIMES_LIB found" | tee "$OUT/profile.txt"
@@ -139,7 +151,7 @@ if has perplexity; then
       ppl "unpatched fork (base logits)" base "$m" f16 --kl-divergence-base "$WORK/$m.kld"
       ppl "unpatched fork" base "$m" turbo3 --kl-divergence-base "$WORK/$m.kld" --kl-divergence
       ppl "through turbo3" lib "$m" turbo3 --kl-divergence-base "$WORK/$m.kld" --kl-divergence
-      GGML_TURBO3_SET_ROWS=1 ppl "through turbo3, SET_ROWS through write_rows" lib "$m" turbo3 \
+      GGML_TURBO3_WHT=1 GGML_TURBO3_SET_ROWS=1 ppl "through turbo3, TURBO_WHT and SET_ROWS too" lib "$m" turbo3 \
         --kl-divergence-base "$WORK/$m.kld" --kl-divergence
       # the arithmetic alone: the library's f16 kernels against the fork's, on the same f16 cache
       GGML_TURBO3=all ppl "through turbo3 (f16 nodes too)" lib "$m" f16 --kl-divergence-base "$WORK/$m.kld" --kl-divergence

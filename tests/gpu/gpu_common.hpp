@@ -35,7 +35,12 @@ struct device_buffer {
   template <class T> T* as() const { return static_cast<T*>(ptr); }
   void upload(const void* host, size_t n) { TURBO3_CHECK_HIP(hipMemcpy(ptr, host, n, hipMemcpyHostToDevice)); }
   void download(void* host, size_t n) const { TURBO3_CHECK_HIP(hipMemcpy(host, ptr, n, hipMemcpyDeviceToHost)); }
-  void poison(uint8_t byte = 0xff) { TURBO3_CHECK_HIP(hipMemset(ptr, byte, bytes)); }  // 0xffff: f16/f32 NaN
+  // 0xffff: f16/f32 NaN. Complete on return: hipMemset runs on the null stream, which work on a
+  // non-blocking stream does not wait for.
+  void poison(uint8_t byte = 0xff) {
+    TURBO3_CHECK_HIP(hipMemset(ptr, byte, bytes));
+    TURBO3_CHECK_HIP(hipStreamSynchronize(nullptr));
+  }
 };
 
 // A non-blocking stream, destroyed with its owner.

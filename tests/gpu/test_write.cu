@@ -52,6 +52,31 @@ compare_result compare_blocks(const std::vector<block_turbo3>& got, const std::v
   return r;
 }
 
+// Row ids scattering n_rows source rows over a cache of twice as many rows (a permutation).
+template <class Index>
+std::vector<Index> scattered_ids(int64_t n_rows, std::mt19937_64& rng) {
+  const int64_t cap = 2 * n_rows;
+  std::vector<int64_t> perm(static_cast<size_t>(cap));
+  for (int64_t i = 0; i < cap; ++i) perm[i] = i;
+  std::shuffle(perm.begin(), perm.end(), rng);
+  std::vector<Index> ids(static_cast<size_t>(n_rows));
+  for (int64_t r = 0; r < n_rows; ++r) ids[r] = static_cast<Index>(perm[r]);
+  return ids;
+}
+
+// The source rows as the device reads them: src_type values, rows padded by 64 bytes.
+struct padded_rows {
+  std::vector<uint8_t> bytes;
+  size_t stride = 0;
+};
+padded_rows padded_source(data_type src_type, const std::vector<float>& x, int64_t n_rows, int64_t n_cols) {
+  padded_rows rows;
+  rows.stride = row_bytes(src_type, n_cols) + 64;
+  rows.bytes.assign(rows.stride * n_rows, 0);
+  for (int64_t r = 0; r < n_rows; ++r) ref::store_row(src_type, &x[r * n_cols], &rows.bytes[r * rows.stride], n_cols);
+  return rows;
+}
+
 template <class Index>
 compare_result run_turbo3_case(row_kind kind, data_type src_type, int64_t n_rows, int64_t n_cols, codebook cb,
                                std::mt19937_64& rng) {
@@ -60,24 +85,10 @@ compare_result run_turbo3_case(row_kind kind, data_type src_type, int64_t n_rows
     for (float& v : x) v = fp16_to_float(fp16_from_float(v));
   // Destination: twice as many rows as written, rows scattered by a permutation.
   const int64_t cap = 2 * n_rows;
-  std::vector<Index> ids(static_cast<size_t>(n_rows));
-  std::vector<int64_t> perm(static_cast<size_t>(cap));
-  for (int64_t i = 0; i < cap; ++i) perm[i] = i;
-  std::shuffle(perm.begin(), perm.end(), rng);
-  for (int64_t r = 0; r < n_rows; ++r) ids[r] = static_cast<Index>(perm[r]);
-
-  const size_t src_stride = row_bytes(src_type, n_cols) + 64;  // padded rows
-  std::vector<uint8_t> src_host(src_stride * n_rows, 0);
-  for (int64_t r = 0; r < n_rows; ++r)
-    for (int64_t c = 0; c < n_cols; ++c) {
-      const float v = x[r * n_cols + c];
-      if (src_type == data_type::f16) {
-        const uint16_t h = fp16_from_float(v);
-        std::memcpy(&src_host[r * src_stride + c * 2], &h, 2);
-      } else {
-        std::memcpy(&src_host[r * src_stride + c * 4], &v, 4);
-      }
-    }
+  const std::vector<Index> ids = scattered_ids<Index>(n_rows, rng);
+  const padded_rows source = padded_source(src_type, x, n_rows, n_cols);
+  const std::vector<uint8_t>& src_host = source.bytes;
+  const size_t src_stride = source.stride;
   const size_t dst_stride = row_bytes(data_type::turbo3, n_cols);
   device_buffer d_src(src_host.size()), d_ids(ids.size() * sizeof(Index)), d_dst(dst_stride * cap);
   d_src.upload(src_host.data(), src_host.size());
@@ -115,14 +126,10 @@ compare_result run_block_case(data_type dst_type, row_kind kind, data_type src_t
   if (src_type == data_type::f16)
     for (float& v : x) v = fp16_to_float(fp16_from_float(v));
   const int64_t cap = 2 * n_rows;
-  std::vector<Index> ids(static_cast<size_t>(n_rows));
-  std::vector<int64_t> perm(static_cast<size_t>(cap));
-  for (int64_t i = 0; i < cap; ++i) perm[i] = i;
-  std::shuffle(perm.begin(), perm.end(), rng);
-  for (int64_t r = 0; r < n_rows; ++r) ids[r] = static_cast<Index>(perm[r]);
-  const size_t src_stride = row_bytes(src_type, n_cols) + 64;
-  std::vector<uint8_t> src_host(src_stride * n_rows, 0);
-  for (int64_t r = 0; r < n_rows; ++r) ref::store_row(src_type, &x[r * n_cols], &src_host[r * src_stride], n_cols);
+  const std::vector<Index> ids = scattered_ids<Index>(n_rows, rng);
+  const padded_rows source = padded_source(src_type, x, n_rows, n_cols);
+  const std::vector<uint8_t>& src_host = source.bytes;
+  const size_t src_stride = source.stride;
   const size_t dst_stride = row_bytes(dst_type, n_cols) + 2;  // rows 2-byte aligned only
   device_buffer d_src(src_host.size()), d_ids(ids.size() * sizeof(Index)), d_dst(dst_stride * cap);
   d_src.upload(src_host.data(), src_host.size());

@@ -185,36 +185,36 @@ struct wg_smem {
   TURBO3_DEVICE TURBO3_FORCEINLINE int* mask_end() const { return reinterpret_cast<int*>(base + C::off_row); }  // [rows]
 };
 
-template <int D, class KL, class VL, class C>
-TURBO3_DEVICE void mma_wg_body(const prefill_args& a) {
-  using platform::frag_a;
-  using platform::frag_acc;
-  constexpr bool t3 = KL::type == data_type::turbo3;
+// ---- mma_wg_body's K/V fills ------------------------------------------------------------------------
+
+// How mma_wg_body's key tiles reach the K/V buffers, every thread taking part: turbo3 raw rows
+// copied into their rings (issue_stage) and decoded from there (decode_tile), f16 rows copied
+// straight into a buffer (copy_tile). kv_end is the kernel's own: the mask lowers it once the
+// first copies are out.
+template <class KL, class C>
+struct wg_fills {
+  static constexpr bool t3 = KL::type == data_type::turbo3;
   // turbo3 overlaps the softmax with P V of the tile before (faster causal, slightly slower
   // masked); f16 runs one tile at a time (pipelined, two sets of P spill next to O and it is
   // slower: docs/performance.md, MMA).
-  constexpr bool pipelined = t3;
-  static_assert(KL::type == VL::type, "K and V of one type");
-  const wg_smem<C> sm;
-  float* const q_stage = sm.q_stage();
-  int* const mask_end_s = sm.mask_end();
+  static constexpr bool pipelined = t3;
+  static_assert(t3 || !pipelined, "the pipelined schedule decodes turbo3 tiles");
 
-  const int tid = static_cast<int>(threadIdx.x);
-  const int warp = tid / C::wave, wg = platform::shfl(warp / 4, 0);  // one per warp: uniform descriptors
-  const prefill_block blk = prefill_block_of(a);
-  const int q_tile = blk.q_tile, kv_head = blk.kv_head, head_group = blk.head_group, seq = blk.seq;
-  const turbo3_lut lut = lut_for<KL, VL>(a.lut);
+  const prefill_args& a;
+  const wg_smem<C>& sm;
+  const turbo3_lut& lut;
+  const char* const k_head;
+  const char* const v_head;
+  const int& kv_end;
+  const int tid;
+  // Where a row of K or V starts in its ring slot row: the low four bits of its address.
+  const uint32_t k_low, v_low;
 
-  int kv_end = prefill_kv_end(a, q_tile);
-  const char* const k_head = a.k + kv_head * a.k_nb2 + seq * a.k_nb3;
-  const char* const v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
-
-  // ---- tile fills ---------------------------------------------------------------------------------
   // turbo3: the raw rows of K (v_side false) or V of tile t into slot t % 2 of their ring, in
   // 16-byte segments from the aligned segment holding a row's first byte (a row sits
   // (its address & 15) bytes into its slot; nothing past the view's end is read), one lane per
   // segment. One commit group per call (empty past the last tile).
-  auto issue_stage = [&](int t, bool v_side) {
+  TURBO3_DEVICE TURBO3_FORCEINLINE void issue_stage(int t, bool v_side) const {
     const int j0 = t * C::keys, n_valid = min(C::keys, kv_end - j0);
     const char* const head = v_side ? v_head : k_head;
     const int64_t nb1 = v_side ? a.v_nb1 : a.k_nb1;
@@ -237,15 +237,14 @@ TURBO3_DEVICE void mma_wg_body(const prefill_args& a) {
       }
     }
     platform::async_commit();
-  };
-  const uint32_t k_low = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(k_head));
-  const uint32_t v_low = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(v_head));
+  }
+
   // turbo3: K (v_side false) or V of tile t from its ring slot into dst. Items are chunks, a row's
   // chunks on neighbouring lanes (the stage reads fall on distinct banks, so do the swizzled
   // stores); keys past the tile decode to zeros (norm 0).
   // In rounds of two chunks per thread (the loads of a round issued together), which keeps the
   // registers next to O, S and two sets of P in bounds.
-  auto decode_tile = [&](int t, bool v_side, unsigned char* dst) {
+  TURBO3_DEVICE TURBO3_FORCEINLINE void decode_tile(int t, bool v_side, unsigned char* dst) const {
     constexpr int per_thread = C::keys * C::chunks / C::threads, batch = 2;
     static_assert(per_thread % batch == 0, "whole rounds");
     const int j0 = t * C::keys, n_valid = min(C::keys, kv_end - j0);
@@ -271,9 +270,10 @@ TURBO3_DEVICE void mma_wg_body(const prefill_args& a) {
         *reinterpret_cast<uint4*>(dst + wg_piece(key, 2 * c + 1, C::keys)) = make_uint4(w[4], w[5], w[6], w[7]);
       }
     }
-  };
+  }
+
   // f16: K and V of tile t copied into buffer b (one commit group); keys past the tile are zeros.
-  auto copy_tile = [&](int t, int b) {
+  TURBO3_DEVICE TURBO3_FORCEINLINE void copy_tile(int t, int b) const {
     constexpr int per_thread = C::keys * C::pieces / C::threads;
     const int j0 = t * C::keys, n_valid = min(C::keys, kv_end - j0);
     const platform::async_destination kd = platform::async_destination_of(sm.k16(b));
@@ -287,25 +287,90 @@ TURBO3_DEVICE void mma_wg_body(const prefill_args& a) {
       platform::async_copy16_or_zero(vd + wg_piece(key, p, C::keys), v_head + row * a.v_nb1 + 16 * p, ok);
     }
     platform::async_commit();
-  };
+  }
 
   // The first tiles' copies go out before Q is read (kv_end without the mask: the mask may end the
   // keys sooner, then they are multiplied with zero weight or not at all). Pipelined: K of tiles 0
   // and 1 and V of tile 0; else K and V of tiles 0 and 1 (turbo3 raw rows) or of tile 0 (f16).
-  if constexpr (t3) {
-    issue_stage(0, false);
-    issue_stage(0, true);
-    issue_stage(1, false);
-    if constexpr (!pipelined) issue_stage(1, true);
-  } else {
-    static_assert(!pipelined, "the pipelined schedule decodes turbo3 tiles");
-    copy_tile(0, 0);
+  TURBO3_DEVICE TURBO3_FORCEINLINE void start() const {
+    if constexpr (t3) {
+      issue_stage(0, false);
+      issue_stage(0, true);
+      issue_stage(1, false);
+      if constexpr (!pipelined) issue_stage(1, true);
+    } else {
+      copy_tile(0, 0);
+    }
   }
+
+  // Tile 0 into buffer 0 (pipelined: K only, and V buffer 1 zeroed for the empty first P V), for
+  // the multiplies to read.
+  TURBO3_DEVICE TURBO3_FORCEINLINE void open_first() const {
+    if constexpr (pipelined) {
+      for (int i = tid; i < static_cast<int>(C::kv_bytes / 16); i += C::threads)
+        reinterpret_cast<uint4*>(sm.v16(1))[i] = make_uint4(0u, 0u, 0u, 0u);
+    }
+    platform::async_wait<0>();
+    if constexpr (t3) {
+      platform::sync_threads();
+      decode_tile(0, false, sm.k16(0));
+      if constexpr (!pipelined) decode_tile(0, true, sm.v16(0));
+    }
+    platform::shared_writes_to_async();
+    platform::sync_threads();
+  }
+
+  // The end of a step: its copies landed (f16: tile t + 1; turbo3: the ring slots it copied), its
+  // decodes and copies visible to the multiplies, and every warpgroup past its reads of the
+  // buffers the next step refills.
+  TURBO3_DEVICE TURBO3_FORCEINLINE void close() const {
+    platform::async_wait<0>();
+    platform::shared_writes_to_async();
+    platform::sync_threads();
+  }
+};
+
+// O's and P's registers stay where they were last written, before the fence that opens the next
+// multiplies (wg_hold).
+template <int ND, int NK>
+TURBO3_DEVICE TURBO3_FORCEINLINE void wg_hold_o_p(platform::frag_acc (&o_acc)[ND], platform::frag_a (&pa)[NK]) {
+  platform::wg_hold(o_acc);
+  TURBO3_UNROLL
+  for (int ks = 0; ks < NK; ++ks) platform::wg_hold(pa[ks]);
+}
+
+// ---- the one-work-group form ------------------------------------------------------------------------
+
+template <int D, class KL, class VL, class C>
+TURBO3_DEVICE void mma_wg_body(const prefill_args& a) {
+  static_assert(KL::type == VL::type, "K and V of one type");
+  const wg_smem<C> sm;
+  float* const q_stage = sm.q_stage();
+  int* const mask_end_s = sm.mask_end();
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const int warp = tid / C::wave, wg = platform::shfl(warp / 4, 0);  // one per warp: uniform descriptors
+  const prefill_block blk = prefill_block_of(a);
+  const int q_tile = blk.q_tile, kv_head = blk.kv_head, head_group = blk.head_group, seq = blk.seq;
+  const turbo3_lut lut = lut_for<KL, VL>(a.lut);
+
+  int kv_end = prefill_kv_end(a, q_tile);
+  const char* const k_head = a.k + kv_head * a.k_nb2 + seq * a.k_nb3;
+  const char* const v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
+  const wg_fills<KL, C> fills{a,
+                              sm,
+                              lut,
+                              k_head,
+                              v_head,
+                              kv_end,
+                              tid,
+                              static_cast<uint32_t>(reinterpret_cast<uintptr_t>(k_head)),
+                              static_cast<uint32_t>(reinterpret_cast<uintptr_t>(v_head))};
+  fills.start();
 
   // ---- Q: prescaled, rotated when asked, f16 in K's slot order, swizzled -------------------------
   mma_load_q<D, KL, C>(
-      a, [&](int r, int d) { return sm.q16_at(r, d); }, q_stage,
-      kv_head, head_group, q_tile, seq, tid);
+      a, [&](int r, int d) { return sm.q16_at(r, d); }, q_stage, kv_head, head_group, q_tile, seq, tid);
   platform::shared_writes_to_async();
   platform::sync_threads();  // the staging rows are reused by the K/V tiles
 
@@ -319,121 +384,97 @@ TURBO3_DEVICE void mma_wg_body(const prefill_args& a) {
   mma_lane_row lane_rows[R];
   float m_lane[R], l_lane[R];
   mma_init_lane_rows(a, warp, kv_head, head_group, q_tile, seq, row_window_end, lane_rows, m_lane, l_lane);
-  frag_acc o_acc[C::n_tiles_d];
+  platform::frag_acc o_acc[C::n_tiles_d];
   TURBO3_UNROLL
   for (int n = 0; n < C::n_tiles_d; ++n) platform::frag_zero(o_acc[n]);
 
-  // ---- tile 0 into buffer 0 (pipelined: K only, and V buffer 1 zeroed for the empty first P V) ------
+  // ---- the key tiles ------------------------------------------------------------------------------
   const int n_tiles = platform::shfl((kv_end + C::keys - 1) / C::keys, 0);  // one per warp (a uniform loop)
-  if constexpr (pipelined) {
-    for (int i = tid; i < static_cast<int>(C::kv_bytes / 16); i += C::threads)
-      reinterpret_cast<uint4*>(sm.v16(1))[i] = make_uint4(0u, 0u, 0u, 0u);
-  }
-  platform::async_wait<0>();
-  if constexpr (t3) {
-    platform::sync_threads();
-    decode_tile(0, false, sm.k16(0));
-    if constexpr (!pipelined) decode_tile(0, true, sm.v16(0));
-  }
-  platform::shared_writes_to_async();
-  platform::sync_threads();
-
+  fills.open_first();
   const wg_multiplies<C> mul(sm.q16(), sm.k16(0), sm.v16(0), wg);
-
   // No branch between a multiply's issue and its wait (the compiler would serialize around one):
   // every warpgroup multiplies every tile (one whose rows see none of its keys gets zero
   // probabilities; causal tiles of 64 keys end on the work-group's diagonal, which both
   // warpgroups reach), and the tile past the last is decoded anyway (zeros, never read).
-  if constexpr (pipelined) {
-  // Pipelined (turbo3). Step t multiplies S = Q K^T of tile t and, behind it, O += P V of tile t - 1 (with P of the
-  // step before: the first step's P is zero, its V buffer zeroed), decodes (or copies) K of tile
-  // t + 1 and V of tile t while they run, then runs the softmax of tile t while the tensor cores
-  // are still on P V. Buffers: K and V of tile t in buffer t % 2; K of tile t + 1 replaces K of
-  // t - 1 (read by S of step t - 1), V of tile t replaces V of t - 2 (read by P V of step t - 1),
-  // both waited for before step t's barrier. turbo3 rings: K of tile t + 2 and V of tile t + 1 are
-  // copied during step t, into the slots step t - 1 decoded from.
-  frag_a pa[C::n_tiles_k];
-  TURBO3_UNROLL
-  for (int ks = 0; ks < C::n_tiles_k; ++ks) pa[ks] = frag_a{{0u, 0u, 0u, 0u}};
-  // O's and P's registers were last written before the fence that opens the step (wg_hold keeps
-  // those writes there); a fence between S and P V would end the step's pipeline.
-  auto hold_o_p = [&] {
-    platform::wg_hold(o_acc);
+  if constexpr (wg_fills<KL, C>::pipelined) {
+    // Pipelined (turbo3). Step t multiplies S = Q K^T of tile t and, behind it, O += P V of tile
+    // t - 1 (with P of the step before: the first step's P is zero, its V buffer zeroed), decodes K
+    // of tile t + 1 and V of tile t while they run, then runs the softmax of tile t while the
+    // tensor cores are still on P V. Buffers: K and V of tile t in buffer t % 2; K of tile t + 1
+    // replaces K of t - 1 (read by S of step t - 1), V of tile t replaces V of t - 2 (read by P V
+    // of step t - 1), both waited for before step t's barrier. Rings: K of tile t + 2 and V of
+    // tile t + 1 are copied during step t, into the slots step t - 1 decoded from.
+    platform::frag_a pa[C::n_tiles_k];
     TURBO3_UNROLL
-    for (int ks = 0; ks < C::n_tiles_k; ++ks) platform::wg_hold(pa[ks]);
-  };
-  for (int t = 0; t < n_tiles; ++t) {
-    const int j0 = t * C::keys, b = t & 1;
-    issue_stage(t + 2, false);
-    issue_stage(t + 1, true);
+    for (int ks = 0; ks < C::n_tiles_k; ++ks) pa[ks] = platform::frag_a{{0u, 0u, 0u, 0u}};
+    // O's and P's registers were last written before the fence that opens the step (wg_hold_o_p);
+    // a fence between S and P V would end the step's pipeline.
+    for (int t = 0; t < n_tiles; ++t) {
+      const int j0 = t * C::keys, b = t & 1;
+      fills.issue_stage(t + 2, false);
+      fills.issue_stage(t + 1, true);
 
-    frag_acc s_acc[C::n_tiles_k];
-    hold_o_p();
-    platform::wg_fence();
-    mul.issue_s(s_acc, b);
-    mul.issue_pv(o_acc, pa, b ^ 1);  // tile t - 1
-    decode_tile(t + 1, false, sm.k16(b ^ 1));
-    decode_tile(t, true, sm.v16(b));
-    platform::wg_wait<1>();  // S of tile t
-    platform::wg_hold(s_acc);
+      platform::frag_acc s_acc[C::n_tiles_k];
+      wg_hold_o_p(o_acc, pa);
+      platform::wg_fence();
+      mul.issue_s(s_acc, b);
+      mul.issue_pv(o_acc, pa, b ^ 1);  // tile t - 1
+      fills.decode_tile(t + 1, false, sm.k16(b ^ 1));
+      fills.decode_tile(t, true, sm.v16(b));
+      platform::wg_wait<1>();  // S of tile t
+      platform::wg_hold(s_acc);
 
-    // The softmax while P V of tile t - 1 runs; O is rescaled (where a row's maximum moved) after it.
-    frag_a p_next[C::n_tiles_k];
-    float alpha[R];
-    const bool rescale = mma_fragment_probabilities<true>(a, s_acc, lane_rows, m_lane, l_lane, p_next, j0, alpha);
-    platform::wg_wait<0>();
-    hold_o_p();  // P of tile t - 1 stays in its registers (read by the multiplies) until here
-    if (rescale) mma_rescale_rows(o_acc, alpha);
-    TURBO3_UNROLL
-    for (int ks = 0; ks < C::n_tiles_k; ++ks) pa[ks] = p_next[ks];
+      // The softmax while P V of tile t - 1 runs; O is rescaled (where a row's maximum moved) after it.
+      platform::frag_a p_next[C::n_tiles_k];
+      float alpha[platform::frag_acc_rows];
+      const bool rescale = mma_fragment_probabilities<true>(a, s_acc, lane_rows, m_lane, l_lane, p_next, j0, alpha);
+      platform::wg_wait<0>();
+      wg_hold_o_p(o_acc, pa);  // P of tile t - 1 stays in its registers (read by the multiplies) until here
+      if (rescale) mma_rescale_rows(o_acc, alpha);
+      TURBO3_UNROLL
+      for (int ks = 0; ks < C::n_tiles_k; ++ks) pa[ks] = p_next[ks];
 
-    platform::async_wait<0>();
-    platform::shared_writes_to_async();
-    platform::sync_threads();
-  }
-  if (n_tiles > 0) {
-    hold_o_p();
-    platform::wg_fence();
-    mul.issue_pv(o_acc, pa, (n_tiles - 1) & 1);
-    platform::wg_wait<0>();
-    platform::wg_hold(o_acc);
-  }
-  } else {
-  // One tile at a time (f16). Step t copies (f16) or stages (turbo3) the tiles ahead, multiplies S
-  // of tile t while decoding K of tile t + 1 into the other buffer, runs the softmax, multiplies
-  // P V while decoding V of tile t + 1, and waits for both.
-  for (int t = 0; t < n_tiles; ++t) {
-    const int j0 = t * C::keys, b = t & 1;
-    // The other buffer and ring slot t % 2 were last read during tile t - 1 (waited before its barrier).
-    if constexpr (t3) {
-      issue_stage(t + 2, false);
-      issue_stage(t + 2, true);
-    } else if (t + 1 < n_tiles) {
-      copy_tile(t + 1, b ^ 1);
+      fills.close();
     }
+    if (n_tiles > 0) {
+      wg_hold_o_p(o_acc, pa);
+      platform::wg_fence();
+      mul.issue_pv(o_acc, pa, (n_tiles - 1) & 1);
+      platform::wg_wait<0>();
+      platform::wg_hold(o_acc);
+    }
+  } else {
+    // One tile at a time (f16). Step t copies (f16) or stages (turbo3) the tiles ahead, multiplies S
+    // of tile t while decoding K of tile t + 1 into the other buffer, runs the softmax, multiplies
+    // P V while decoding V of tile t + 1, and waits for both.
+    for (int t = 0; t < n_tiles; ++t) {
+      const int j0 = t * C::keys, b = t & 1;
+      // The other buffer and ring slot t % 2 were last read during tile t - 1 (waited before its barrier).
+      if constexpr (wg_fills<KL, C>::t3) {
+        fills.issue_stage(t + 2, false);
+        fills.issue_stage(t + 2, true);
+      } else if (t + 1 < n_tiles) {
+        fills.copy_tile(t + 1, b ^ 1);
+      }
 
-    frag_acc s_acc[C::n_tiles_k];
-    platform::wg_fence();
-    mul.issue_s(s_acc, b);
-    if constexpr (t3) decode_tile(t + 1, false, sm.k16(b ^ 1));
-    platform::wg_wait<0>();
-    platform::wg_hold(s_acc);
+      platform::frag_acc s_acc[C::n_tiles_k];
+      platform::wg_fence();
+      mul.issue_s(s_acc, b);
+      if constexpr (wg_fills<KL, C>::t3) fills.decode_tile(t + 1, false, sm.k16(b ^ 1));
+      platform::wg_wait<0>();
+      platform::wg_hold(s_acc);
 
-    frag_a pa[C::n_tiles_k];
-    mma_fragment_softmax<true>(a, s_acc, lane_rows, m_lane, l_lane, pa, o_acc, j0);
-    platform::wg_hold(o_acc);
-    TURBO3_UNROLL
-    for (int ks = 0; ks < C::n_tiles_k; ++ks) platform::wg_hold(pa[ks]);
-    platform::wg_fence();
-    mul.issue_pv(o_acc, pa, b);
-    if constexpr (t3) decode_tile(t + 1, true, sm.v16(b ^ 1));
-    platform::wg_wait<0>();
-    platform::wg_hold(o_acc);
+      platform::frag_a pa[C::n_tiles_k];
+      mma_fragment_softmax<true>(a, s_acc, lane_rows, m_lane, l_lane, pa, o_acc, j0);
+      wg_hold_o_p(o_acc, pa);
+      platform::wg_fence();
+      mul.issue_pv(o_acc, pa, b);
+      if constexpr (wg_fills<KL, C>::t3) fills.decode_tile(t + 1, true, sm.v16(b ^ 1));
+      platform::wg_wait<0>();
+      platform::wg_hold(o_acc);
 
-    platform::async_wait<0>();  // f16: tile t + 1; turbo3: ring slots of tile t + 2
-    platform::shared_writes_to_async();
-    platform::sync_threads();
-  }
+      fills.close();
+    }
   }
   platform::async_wait<0>();
 
@@ -477,44 +518,38 @@ struct wg_producer_config : wg_config<D> {
   static constexpr int bar_producer_v = 11;  // the V producers' own, where the producer warpgroups split K and V
 };
 
-// MASKED: the instantiation for calls with a mask (the consumers read each whole tile's mask
-// values ahead of its multiplies); the other is launched without one (mma_wg_producer_kernel).
-template <int D, class L, class C, bool MASKED>
-TURBO3_DEVICE void mma_wg_producer_body(const prefill_args& a) {
-  using platform::frag_a;
-  using platform::frag_acc;
-  constexpr bool t3 = L::type == data_type::turbo3;
-  constexpr int PT = C::producer_threads, ALL = C::threads;
+// ---- the warp-specialized form's fills ---------------------------------------------------------------
+
+// The producers' fills (thread tid of PT; ftid: its place among the fillers of its side). turbo3:
+// the raw rows of a side into its ring slot (issue_stage), decoded from there into a K or V buffer
+// (decode_tile); f16: K and V rows copied into a buffer (copy_tile). Tile t is key tile tile0 + t;
+// the fills stop at key_end: the kernel's own, set once the mask's windows are known.
+template <class L, class C>
+struct wg_producer_fills {
+  static constexpr bool t3 = L::type == data_type::turbo3;
+  static constexpr int PT = C::producer_threads, ALL = C::threads;
   // split (turbo3): warpgroup 0 fills every K tile, warpgroup 1 every V tile.
-  constexpr bool split = t3;
+  static constexpr bool split = t3;
   static_assert(!split || C::producer_warpgroups == 2, "split: two producer warpgroups");
   // FT: the producer threads that fill one side; full_count: the threads of a full / empty barrier
   // (the fillers of its side and the consumers).
-  constexpr int FT = split ? PT / 2 : PT, full_count = FT + C::consumer_threads;
-  const wg_smem<C> sm;
-  int* const mask_end_s = sm.mask_end();
+  static constexpr int FT = split ? PT / 2 : PT, full_count = FT + C::consumer_threads;
+  static_assert(FT % C::chunks == 0 && (FT / C::chunks) % 8 == 0, "a thread's keys keep their swizzle");
 
-  const int tid = static_cast<int>(threadIdx.x);
-  const bool producer = tid < PT;
-  const bool v_role = split && tid >= FT;  // one value per warpgroup
-  const int ftid = split ? tid % FT : tid;
-  const prefill_block blk = prefill_block_of(a);
-  const int q_tile = blk.q_tile, kv_head = blk.kv_head, head_group = blk.head_group, seq = blk.seq;
-  int kv_end = prefill_kv_end(a, q_tile);
-  const char* const k_head = a.k + kv_head * a.k_nb2 + seq * a.k_nb3;
-  const char* const v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
-  // Tile t of the loops below is key tile tile0 + t; the fills stop at key_end (kv_end, or the end
-  // of this work-group's key split). Both are set once the mask's windows are known (key_tiles).
-  int tile0 = 0, key_end = kv_end;
-  const bool split_keys = a.kv_splits > 1;
+  const prefill_args& a;
+  const wg_smem<C>& sm;
+  const char* const k_head;
+  const char* const v_head;
+  const int& tile0;
+  const int& key_end;
+  const int tid, ftid;
 
-  // ---- the producer's fills (thread tid of PT) -----------------------------------------------------
   // turbo3: the raw rows of K or V of tile t into their ring slot, in 16-byte segments from the
   // aligned segment holding a row's first byte (a row sits (its address & 15) bytes into its slot
   // row), one lane per segment: a thread copies segment `seg` of rows `row`, row + per_pass, ...,
   // its pointers stepped from row to row. Nothing past the view's end is read. One commit group
   // per call.
-  auto issue_stage = [&](int t, bool v_side) {
+  TURBO3_DEVICE TURBO3_FORCEINLINE void issue_stage(int t, bool v_side) const {
     constexpr int per_pass = FT / C::raw_row_lanes;
     const int seg = ftid % C::raw_row_lanes, row = ftid / C::raw_row_lanes;
     const int j0 = (tile0 + t) * C::keys, n_valid = min(C::keys, key_end - j0);
@@ -554,14 +589,14 @@ TURBO3_DEVICE void mma_wg_producer_body(const prefill_args& a) {
       }
     }
     platform::async_commit();
-  };
+  }
+
   // turbo3: K or V of tile t from its ring slot into dst (swizzled f16, times the norm); keys past
   // the tile decode to zeros (their stage rows are read as they are, the norm taken as 0). A
   // thread always decodes chunk c of keys key0, key0 + 8, ...: its stores are one swizzled place
   // plus 1 KB per step (the row's swizzle, key % 8, stays), its stage reads step by 8 rows.
   // Rounds of `batch` chunks whose loads are issued together.
-  static_assert(FT % C::chunks == 0 && (FT / C::chunks) % 8 == 0, "a thread's keys keep their swizzle");
-  auto decode_tile = [&](int t, bool v_side, unsigned char* dst, const turbo3_lut& lut) {
+  TURBO3_DEVICE TURBO3_FORCEINLINE void decode_tile(int t, bool v_side, unsigned char* dst, const turbo3_lut& lut) const {
     constexpr int key_step = FT / C::chunks;
     const int chunk_c = ftid % C::chunks, key0 = ftid / C::chunks;
     const int piece_lo = wg_piece(key0, 2 * chunk_c, C::keys), piece_hi = wg_piece(key0, 2 * chunk_c + 1, C::keys);
@@ -604,9 +639,10 @@ TURBO3_DEVICE void mma_wg_producer_body(const prefill_args& a) {
     };
     if ((step & 15u) == 0 && n_valid == C::keys) rounds(std::true_type{});
     else rounds(std::false_type{});
-  };
+  }
+
   // f16: K and V of tile t into buffer b (one commit group); keys past the tile are zeros.
-  auto copy_tile = [&](int t, int b) {
+  TURBO3_DEVICE TURBO3_FORCEINLINE void copy_tile(int t, int b) const {
     constexpr int per_thread = C::keys * C::pieces / PT;
     const int j0 = (tile0 + t) * C::keys, n_valid = min(C::keys, key_end - j0);
     const platform::async_destination kd = platform::async_destination_of(sm.k16(b));
@@ -620,20 +656,92 @@ TURBO3_DEVICE void mma_wg_producer_body(const prefill_args& a) {
       platform::async_copy16_or_zero(vd + wg_piece(key, p, C::keys), v_head + row * a.v_nb1 + 16 * p, ok);
     }
     platform::async_commit();
-  };
+  }
 
-  // The first tiles' copies (tiles 0 and 1 for turbo3, 0 for f16). Without a key split they go out
-  // before Q is read (kv_end without the mask); a split's first tile is known once the mask's
-  // windows are (key_tiles).
-  auto first_copies = [&] {
+  // The first tiles' copies (tiles 0 and 1 for turbo3, 0 for f16).
+  TURBO3_DEVICE TURBO3_FORCEINLINE void start(bool v_role) const {
     if constexpr (t3) {
       issue_stage(0, v_role);
       issue_stage(1, v_role);
     } else {
       copy_tile(0, 0);
     }
-  };
-  if (producer && !split_keys) first_copies();
+  }
+
+  // turbo3: one side, K (V false) or V, of every tile, from the side's own ring slots, with its
+  // own barrier; the side is a constant of each copy of the loop, so that a thread holds one
+  // side's addresses and no barrier number in a register.
+  template <bool V>
+  TURBO3_DEVICE TURBO3_FORCEINLINE void fill_side(int n_tiles) const {
+    constexpr int bar_side = V ? C::bar_producer_v : C::bar_producer;
+    constexpr int bar_empty = V ? C::bar_v_empty : C::bar_k_empty;
+    constexpr int bar_full = V ? C::bar_v_full : C::bar_k_full;
+    const turbo3_lut lut = lut_in_registers(a.lut);
+    for (int t = 0; t < n_tiles; ++t) {
+      const int b = t & 1;
+      platform::async_wait<1>();  // this thread's rows of tile t (tile t + 1's may be in flight)
+      platform::named_barrier_sync(bar_side, FT);  // the side's rows of tile t
+      if (t >= 2) platform::named_barrier_sync(bar_empty + b, full_count);
+      decode_tile(t, V, V ? sm.v16(b) : sm.k16(b), lut);
+      platform::shared_writes_to_async();
+      platform::named_barrier_arrive(bar_full + b, full_count);
+      platform::named_barrier_sync(bar_side, FT);  // ring slot t % 2 read by the side
+      issue_stage(t + 2, V);
+    }
+  }
+
+  // f16: tile t is published as soon as it has landed (the full barriers complete once every
+  // producer thread's copies have), then tile t + 1 is copied while the consumers work on t.
+  TURBO3_DEVICE TURBO3_FORCEINLINE void copy_tiles(int n_tiles) const {
+    for (int t = 0; t < n_tiles; ++t) {
+      const int b = t & 1;
+      platform::async_wait<0>();
+      platform::shared_writes_to_async();
+      platform::named_barrier_arrive(C::bar_k_full + b, ALL);
+      platform::named_barrier_arrive(C::bar_v_full + b, ALL);
+      if (t + 1 < n_tiles) {
+        if (t + 1 >= 2) {
+          platform::named_barrier_sync(C::bar_k_empty + (b ^ 1), ALL);
+          platform::named_barrier_sync(C::bar_v_empty + (b ^ 1), ALL);
+        }
+        copy_tile(t + 1, b ^ 1);
+      }
+    }
+  }
+};
+
+// MASKED: the instantiation for calls with a mask (the consumers read each whole tile's mask
+// values ahead of its multiplies); the other is launched without one (mma_wg_producer_kernel).
+template <int D, class L, class C, bool MASKED>
+TURBO3_DEVICE void mma_wg_producer_body(const prefill_args& a) {
+  using platform::frag_a;
+  using platform::frag_acc;
+  using F = wg_producer_fills<L, C>;
+  constexpr bool t3 = F::t3, split = F::split;
+  constexpr int PT = F::PT, ALL = F::ALL, FT = F::FT, full_count = F::full_count;
+  const wg_smem<C> sm;
+  int* const mask_end_s = sm.mask_end();
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const bool producer = tid < PT;
+  const bool v_role = split && tid >= FT;  // one value per warpgroup
+  const int ftid = split ? tid % FT : tid;
+  const prefill_block blk = prefill_block_of(a);
+  const int q_tile = blk.q_tile, kv_head = blk.kv_head, head_group = blk.head_group, seq = blk.seq;
+  int kv_end = prefill_kv_end(a, q_tile);
+  const char* const k_head = a.k + kv_head * a.k_nb2 + seq * a.k_nb3;
+  const char* const v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
+  // Tile t of the loops below is key tile tile0 + t; the fills stop at key_end (kv_end, or the end
+  // of this work-group's key split). Both are set once the mask's windows are known (key_tiles).
+  int tile0 = 0, key_end = kv_end;
+  const bool split_keys = a.kv_splits > 1;
+
+  const wg_producer_fills<L, C> fills{a, sm, k_head, v_head, tile0, key_end, tid, ftid};
+
+  // The first tiles' copies (tiles 0 and 1 for turbo3, 0 for f16). Without a key split they go out
+  // before Q is read (kv_end without the mask); a split's first tile is known once the mask's
+  // windows are (key_tiles).
+  if (producer && !split_keys) fills.start(v_role);
 
   // ---- setup: Q's runs (every thread) straight to q16, with no staging rows over the K/V buffers;
   // with the rotation the consumers then rotate them there (mma_rotate_q16_pairs_in_place, a whole
@@ -658,48 +766,12 @@ TURBO3_DEVICE void mma_wg_producer_body(const prefill_args& a) {
     // ---- producers: tile t into buffer t % 2 once the consumers are done with tile t - 2 -----------
     platform::wg_registers_down<C::producer_registers>();
     const int n_tiles = key_tiles();
-    if (split_keys) first_copies();
+    if (split_keys) fills.start(v_role);
     if constexpr (t3) {
-      // Each producer warpgroup fills one side: K (warpgroup 0) or V of every tile, from its own
-      // ring slots, with its own barrier; the side is a constant of each copy of the loop, so that
-      // a thread holds one side's addresses and no barrier number in a register.
-      auto fill_side = [&](auto v_c) {
-        constexpr bool V = decltype(v_c)::value;
-        constexpr int bar_side = V ? C::bar_producer_v : C::bar_producer;
-        constexpr int bar_empty = V ? C::bar_v_empty : C::bar_k_empty;
-        constexpr int bar_full = V ? C::bar_v_full : C::bar_k_full;
-        const turbo3_lut lut = lut_in_registers(a.lut);
-        for (int t = 0; t < n_tiles; ++t) {
-          const int b = t & 1;
-          platform::async_wait<1>();  // this thread's rows of tile t (tile t + 1's may be in flight)
-          platform::named_barrier_sync(bar_side, FT);  // the side's rows of tile t
-          if (t >= 2) platform::named_barrier_sync(bar_empty + b, full_count);
-          decode_tile(t, V, V ? sm.v16(b) : sm.k16(b), lut);
-          platform::shared_writes_to_async();
-          platform::named_barrier_arrive(bar_full + b, full_count);
-          platform::named_barrier_sync(bar_side, FT);  // ring slot t % 2 read by the side
-          issue_stage(t + 2, V);
-        }
-      };
-      if (v_role) fill_side(std::true_type{});
-      else fill_side(std::false_type{});
+      if (v_role) fills.template fill_side<true>(n_tiles);
+      else fills.template fill_side<false>(n_tiles);
     } else {
-      // Tile t is published as soon as it has landed (the full barriers complete once every
-      // producer thread's copies have), then tile t + 1 is copied while the consumers work on t.
-      for (int t = 0; t < n_tiles; ++t) {
-        const int b = t & 1;
-        platform::async_wait<0>();
-        platform::shared_writes_to_async();
-        platform::named_barrier_arrive(C::bar_k_full + b, ALL);
-        platform::named_barrier_arrive(C::bar_v_full + b, ALL);
-        if (t + 1 < n_tiles) {
-          if (t + 1 >= 2) {
-            platform::named_barrier_sync(C::bar_k_empty + (b ^ 1), ALL);
-            platform::named_barrier_sync(C::bar_v_empty + (b ^ 1), ALL);
-          }
-          copy_tile(t + 1, b ^ 1);
-        }
-      }
+      fills.copy_tiles(n_tiles);
     }
     platform::async_wait<0>();
     return;

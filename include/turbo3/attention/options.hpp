@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "turbo3/status.hpp"
 
@@ -63,6 +64,11 @@ struct launch_options {
 };
 
 namespace detail {
+
+// The most query rows a verify batch over turbo4, turbo2 or q8_0 K/V sends to the decode kernel
+// (speculative decoding verifies 2-16 rows); the router's rule, here so that code compiled with
+// TURBO3_KERNELS_EXTERN sees it too.
+inline constexpr int64_t vec_verify_max_queries = 16;
 
 // launch_options within range: each enum one of its named values (an enum object may hold any
 // value of its underlying type), kv_splits >= 0 (0: chosen from the device; above vec_max_splits

@@ -239,10 +239,6 @@ inline status vec_supported(const attention_params& p) {
 // beats the MMA kernels' key split (H100, 16 query heads over 8, depth 32768: n_q 4 at D = 128
 // 40.9 against 69.3 us, at D = 256 67.5 against 98.1 us; n_q 8 ties at D = 128; docs/performance.md).
 // Past one fragment the MMA split wins, and for f16 K/V it wins from n_q 3 on.
-// The most query rows a verify batch over turbo4, turbo2 or q8_0 K/V sends to the decode kernel
-// (speculative decoding verifies 2-16 rows).
-inline constexpr int64_t vec_verify_max_queries = 16;
-
 inline bool vec_takes_verify_batch(const attention_params& p) {
   if (p.k.type != data_type::turbo3 || p.v.type != data_type::turbo3) return false;
   if (!platform::has_mma_m16n8k16 || !vec_warp_head_dim(static_cast<int>(p.head_dim_v()))) return false;

@@ -748,8 +748,8 @@ struct warp_stager {
   }
   // Span staging: rows j0 .. j0 + n - 1 of a head whose rows lie back to back, from the 16-byte
   // unit holding the first byte (`shift` bytes before it), in 16-byte units over the warp's lanes;
-  // the last unit in copies of 16, 8, 4 and 2 bytes that end with the span (the span may end the
-  // allocation: a 16-byte copy of a shorter source is a 16-byte read to the memory checker).
+  // the last unit in copies that end with the span (the span may end the allocation: a 16-byte
+  // copy of a shorter source is a 16-byte read to the memory checker).
   TURBO3_DEVICE TURBO3_FORCEINLINE void copy_span(int slot, const char* head, int shift, int j0, int n) {
     const char* first = head + static_cast<int64_t>(j0) * C::row_bytes - shift;
     const int bytes = n * C::row_bytes + shift;
@@ -758,8 +758,18 @@ struct warp_stager {
     for (int u0 = 0; u0 < C::span_units; u0 += 32) {
       const int u = u0 + lane;
       if (u < C::span_units && 16 * u < bytes) {
-        if (bytes - 16 * u >= 16) platform::async_copy_sized<16>(d + 16 * u, first + 16 * u, 16);
-        else platform::async_copy_head_of16(d + 16 * u, first + 16 * u, bytes - 16 * u);
+        const int left = bytes - 16 * u;
+        if (left >= 16) {
+          platform::async_copy_sized<16>(d + 16 * u, first + 16 * u, 16);
+        } else {
+          // 16-, 8- and 4-byte copies, then a last half word with an ordinary load: even a
+          // 4-byte copy of a 2-byte source reads 4 bytes to the memory checker
+          const int words = left & ~3;
+          platform::async_copy_head_of16(d + 16 * u, first + 16 * u, words);
+          if (left & 2)
+            *reinterpret_cast<uint16_t*>(ring + slot + 16 * u + words) =
+                *reinterpret_cast<const uint16_t*>(first + 16 * u + words);
+        }
       }
     }
   }
