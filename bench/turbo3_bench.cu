@@ -20,7 +20,9 @@
 //   ubatch/<kernel>/<kv>/d<D>/q<U>/depth<N>
 //                                        an engine's prompt ubatch: U queries over N cached keys and
 //                                        themselves with ggml's causal mask; kernel auto, mma-nosplit.
-// kv: f16 or turbo3 (both K and V). Q and out are f32, token-major as an engine lays them out.
+// kv: the K/V types of --kv (default f16 and turbo3, each for both K and V), named by the type when
+// K and V share it, K-V otherwise (e.g. q8_0-turbo3). Q and out are f32, token-major as an engine
+// lays them out.
 //
 // Method, the same for every family:
 // - Enough copies of the inputs are rotated that every timed working set (Q, K, V, mask, out of
@@ -71,12 +73,19 @@ struct device_info {
 };
 device_info g_device;
 
+// The cache types of one case: K and V may differ (e.g. q8_0 keys beside turbo values).
+struct kv_pair {
+  turbo3::data_type k, v;
+};
+
 struct bench_config {
   int n_head = 16, n_head_kv = 8;
   std::vector<int> depths = {4096, 32768, 131072};
   std::vector<int> head_dims = {128, 256};
   std::vector<int> prefill_sizes = {512, 2048, 4096};
   std::vector<int> prefill_head_dims = {256};
+  std::vector<kv_pair> kv_types = {{turbo3::data_type::f16, turbo3::data_type::f16},
+                                   {turbo3::data_type::turbo3, turbo3::data_type::turbo3}};
   bool prefill_mask = false;  // also register the /mask variants
   bool head_major = false;  // K/V layout: head-major instead of token-major
   int kv_splits = 0;        // decode split-KV count; 0: the launcher's choice
@@ -388,20 +397,21 @@ std::vector<prefill_kernel> prefill_kernels() {
 
 // The rotated copies of one case: n_q rows of Q over n_kv keys per head, causal by the flag or
 // (mask) by ggml's causal mask [n_kv, n_q]; K and V filled once and copied per set.
-std::vector<turbo3::attention_params> attention_sets(prepared_case& c, turbo3::data_type kv, int d, int n_q,
-                                                     int n_kv, bool mask) {
+std::vector<turbo3::attention_params> attention_sets(prepared_case& c, turbo3::data_type k_type,
+                                                     turbo3::data_type v_type, int d, int n_q, int n_kv, bool mask) {
   using namespace turbo3;
   const int H = g_config.n_head, HKV = g_config.n_head_kv;
   const size_t qo_bytes = static_cast<size_t>(d) * n_q * H * 4;
-  const size_t kv_bytes = row_bytes(kv, d) * static_cast<size_t>(n_kv) * HKV;
+  const size_t k_bytes = row_bytes(k_type, d) * static_cast<size_t>(n_kv) * HKV;
+  const size_t v_bytes = row_bytes(v_type, d) * static_cast<size_t>(n_kv) * HKV;
   const size_t mask_bytes = mask ? static_cast<size_t>(n_kv) * n_q * 2 : 0;
-  const double set_bytes = 2.0 * qo_bytes + 2.0 * kv_bytes + mask_bytes;
+  const double set_bytes = 2.0 * qo_bytes + static_cast<double>(k_bytes + v_bytes) + mask_bytes;
   const int copies = rotation_copies(set_bytes);
   c.working_set = set_bytes * copies;
-  void* k_master = c.alloc(kv_bytes);
-  void* v_master = c.alloc(kv_bytes);
-  fill_random(k_master, static_cast<int64_t>(n_kv) * HKV, d, kv, 1u);
-  fill_random(v_master, static_cast<int64_t>(n_kv) * HKV, d, kv, 2u);
+  void* k_master = c.alloc(k_bytes);
+  void* v_master = c.alloc(v_bytes);
+  fill_random(k_master, static_cast<int64_t>(n_kv) * HKV, d, k_type, 1u);
+  fill_random(v_master, static_cast<int64_t>(n_kv) * HKV, d, v_type, 2u);
   void* m_master = nullptr;
   if (mask) {
     m_master = c.alloc(mask_bytes);
@@ -415,8 +425,8 @@ std::vector<turbo3::attention_params> attention_sets(prepared_case& c, turbo3::d
     void* out = c.alloc(qo_bytes);
     fill_random(q, static_cast<int64_t>(n_q) * H, d, data_type::f32, 100u + static_cast<uint32_t>(i));
     set_q_out(p, q, out, d, n_q, H);
-    set_kv(p.k, c.copy_of(k_master, kv_bytes, i), kv, d, n_kv, HKV);
-    set_kv(p.v, c.copy_of(v_master, kv_bytes, i), kv, d, n_kv, HKV);
+    set_kv(p.k, c.copy_of(k_master, k_bytes, i), k_type, d, n_kv, HKV);
+    set_kv(p.v, c.copy_of(v_master, v_bytes, i), v_type, d, n_kv, HKV);
     if (mask) {
       p.mask.data = c.copy_of(m_master, mask_bytes, i); p.mask.type = data_type::f16;
       p.mask.ne[0] = n_kv; p.mask.ne[1] = n_q; p.mask.ne[2] = 1; p.mask.ne[3] = 1;
@@ -433,7 +443,7 @@ std::vector<turbo3::attention_params> attention_sets(prepared_case& c, turbo3::d
 }
 
 void prefill_benchmark(benchmark::State& state, const std::string& key, const prefill_kernel& kernel,
-                       turbo3::data_type kv, int d, int len, bool mask) {
+                       turbo3::data_type k_type, turbo3::data_type v_type, int d, int len, bool mask) {
   using namespace turbo3;
   const int H = g_config.n_head, HKV = g_config.n_head_kv;
   prepared_case* c = kept_case(key);
@@ -441,7 +451,7 @@ void prefill_benchmark(benchmark::State& state, const std::string& key, const pr
     g_case = std::make_unique<prepared_case>();
     c = g_case.get();
     c->key = key;
-    const std::vector<attention_params> sets = attention_sets(*c, kv, d, len, len, mask);
+    const std::vector<attention_params> sets = attention_sets(*c, k_type, v_type, d, len, len, mask);
     build_case(*c, sets, kernel.options);
   }
   if (!time_case(state, *c)) return;
@@ -480,11 +490,12 @@ std::vector<decode_kernel> decode_kernels() {
 }
 
 void decode_benchmark(benchmark::State& state, const std::string& key, const decode_kernel& kernel,
-                      turbo3::data_type kv, int d, int depth) {
+                      turbo3::data_type k_type, turbo3::data_type v_type, int d, int depth) {
   using namespace turbo3;
   const int H = g_config.n_head, HKV = g_config.n_head_kv;
-  const size_t kv_bytes = row_bytes(kv, d) * static_cast<size_t>(depth) * HKV;  // one of K or V
-  const double set_bytes = 2.0 * kv_bytes;
+  const size_t k_bytes = row_bytes(k_type, d) * static_cast<size_t>(depth) * HKV;
+  const size_t v_bytes = row_bytes(v_type, d) * static_cast<size_t>(depth) * HKV;
+  const double set_bytes = static_cast<double>(k_bytes + v_bytes);
   prepared_case* c = kept_case(key);
   if (!c) {
     g_case = std::make_unique<prepared_case>();
@@ -492,10 +503,10 @@ void decode_benchmark(benchmark::State& state, const std::string& key, const dec
     c->key = key;
     const int copies = rotation_copies(set_bytes);
     c->working_set = set_bytes * copies;
-    void* k_master = c->alloc(kv_bytes);
-    void* v_master = c->alloc(kv_bytes);
-    fill_random(k_master, static_cast<int64_t>(depth) * HKV, d, kv, 1u);
-    fill_random(v_master, static_cast<int64_t>(depth) * HKV, d, kv, 2u);
+    void* k_master = c->alloc(k_bytes);
+    void* v_master = c->alloc(v_bytes);
+    fill_random(k_master, static_cast<int64_t>(depth) * HKV, d, k_type, 1u);
+    fill_random(v_master, static_cast<int64_t>(depth) * HKV, d, v_type, 2u);
     std::vector<attention_params> sets(static_cast<size_t>(copies));
     for (int i = 0; i < copies; ++i) {
       attention_params& p = sets[static_cast<size_t>(i)];
@@ -503,8 +514,8 @@ void decode_benchmark(benchmark::State& state, const std::string& key, const dec
       void* out = c->alloc(static_cast<size_t>(d) * H * 4);
       fill_random(q, H, d, data_type::f32, 3u + static_cast<uint32_t>(i));
       set_q_out(p, q, out, d, 1, H);
-      set_kv(p.k, c->copy_of(k_master, kv_bytes, i), kv, d, depth, HKV, kernel.head_major);
-      set_kv(p.v, c->copy_of(v_master, kv_bytes, i), kv, d, depth, HKV, kernel.head_major);
+      set_kv(p.k, c->copy_of(k_master, k_bytes, i), k_type, d, depth, HKV, kernel.head_major);
+      set_kv(p.v, c->copy_of(v_master, v_bytes, i), v_type, d, depth, HKV, kernel.head_major);
       p.scale = 1.0f / std::sqrt(static_cast<float>(d));
       p.rotate_q = g_config.library_rotates_q;
       p.unrotate_out = g_config.library_unrotates_out;
@@ -552,7 +563,8 @@ std::vector<chunk_kernel> chunk_kernels(bool with_vec) {
 // n_q new rows over depth cached keys and themselves (n_kv = depth + n_q): causal by the flag, or
 // (mask) by ggml's causal mask [n_kv, n_q].
 void chunk_benchmark(benchmark::State& state, const std::string& key, const turbo3::launch_options& options,
-                     turbo3::data_type kv, int d, int n_q, int depth, bool mask) {
+                     turbo3::data_type k_type, turbo3::data_type v_type, int d, int n_q, int depth,
+                     bool mask) {
   using namespace turbo3;
   const int H = g_config.n_head, HKV = g_config.n_head_kv;
   const int n_kv = depth + n_q;
@@ -561,15 +573,16 @@ void chunk_benchmark(benchmark::State& state, const std::string& key, const turb
     g_case = std::make_unique<prepared_case>();
     c = g_case.get();
     c->key = key;
-    const std::vector<attention_params> sets = attention_sets(*c, kv, d, n_q, n_kv, mask);
+    const std::vector<attention_params> sets = attention_sets(*c, k_type, v_type, d, n_q, n_kv, mask);
     build_case(*c, sets, options);
   }
   if (!time_case(state, *c)) return;
   const double pairs = static_cast<double>(n_q) * depth + 0.5 * static_cast<double>(n_q) * (n_q + 1);
   state.counters["tokens_per_s"] = benchmark::Counter(n_q, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["TFLOPs"] = benchmark::Counter(4.0 * d * H * pairs / 1e12, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["kv_GBps"] = benchmark::Counter(2.0 * row_bytes(kv, d) * static_cast<double>(n_kv) * HKV / 1e9,
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["kv_GBps"] =
+      benchmark::Counter(static_cast<double>(row_bytes(k_type, d) + row_bytes(v_type, d)) * n_kv * HKV / 1e9,
+                         benchmark::Counter::kIsIterationInvariantRate);
   state.counters["head_dim"] = d;
   state.counters["n_q"] = n_q;
   state.counters["depth"] = depth;
@@ -589,9 +602,49 @@ std::vector<int> parse_list(const char* s) {
   return v;
 }
 
-void register_benchmarks() {
+// A cache type by the name to_string gives it; false for an unknown name or a non-storage type.
+bool parse_type(const std::string& s, turbo3::data_type& t) {
   using turbo3::data_type;
-  const data_type kv_types[] = {data_type::f16, data_type::turbo3};
+  for (data_type c : {data_type::f16, data_type::turbo3, data_type::turbo4, data_type::turbo2, data_type::q8_0})
+    if (s == turbo3::to_string(c)) {
+      t = c;
+      return true;
+    }
+  return false;
+}
+
+// --kv entries: `T` (K and V of type T) or `K-V`. Prints the offending entry and returns false.
+bool parse_kv_list(const char* s, std::vector<kv_pair>& out) {
+  out.clear();
+  const std::string list = s;
+  for (size_t b = 0; b <= list.size();) {
+    const size_t e = std::min(list.find(',', b), list.size());
+    const std::string entry = list.substr(b, e - b);
+    const size_t dash = entry.find('-');
+    kv_pair kv{};
+    const bool ok = dash == std::string::npos
+                        ? parse_type(entry, kv.k) && parse_type(entry, kv.v)
+                        : parse_type(entry.substr(0, dash), kv.k) && parse_type(entry.substr(dash + 1), kv.v);
+    if (!ok) {
+      std::fprintf(stderr, "--kv: '%s' is neither T nor K-V of the types f16, turbo3, turbo4, turbo2, q8_0\n",
+                   entry.c_str());
+      return false;
+    }
+    out.push_back(kv);
+    b = e + 1;
+  }
+  return true;
+}
+
+// A pair's name in benchmark names: the type alone when K and V share it (the names recorded before
+// pairs stay valid), K-V otherwise.
+std::string kv_name(const kv_pair& kv) {
+  return kv.k == kv.v ? std::string(turbo3::to_string(kv.k))
+                      : std::string(turbo3::to_string(kv.k)) + "-" + turbo3::to_string(kv.v);
+}
+
+void register_benchmarks() {
+  const std::vector<kv_pair>& kv_types = g_config.kv_types;
   const auto setup = [](benchmark::internal::Benchmark* b) {
     b->UseManualTime()->Unit(benchmark::kMicrosecond)->MinWarmUpTime(0.05)->MinTime(0.1);
   };
@@ -599,15 +652,15 @@ void register_benchmarks() {
   for (bool mask : {false, true}) {
     if (mask && !g_config.prefill_mask) continue;
     for (const prefill_kernel& kernel : kernels)
-      for (data_type kv : kv_types)
+      for (const kv_pair& kv : kv_types)
         for (int d : g_config.prefill_head_dims)
           for (int len : g_config.prefill_sizes) {
-            const std::string name = "prefill/" + kernel.name + "/" + turbo3::to_string(kv) +
+            const std::string name = "prefill/" + kernel.name + "/" + kv_name(kv) +
                                      (d == 256 ? "" : "/d" + std::to_string(d)) + "/pp" + std::to_string(len) +
                                      (mask ? "/mask" : "");
             const prefill_kernel* k = &kernel;
             setup(benchmark::RegisterBenchmark(name.c_str(), [name, k, kv, d, len, mask](benchmark::State& s) {
-              prefill_benchmark(s, name, *k, kv, d, len, mask);
+              prefill_benchmark(s, name, *k, kv.k, kv.v, d, len, mask);
             }));
           }
   }
@@ -616,46 +669,48 @@ void register_benchmarks() {
     for (int depth : g_config.verify_depths)
       for (int rows : g_config.verify_rows)
         for (const chunk_kernel& kernel : verify_kernels)
-          for (data_type kv : kv_types) {
-            const std::string name = "verify/" + kernel.name + "/" + turbo3::to_string(kv) + "/d" + std::to_string(d) +
+          for (const kv_pair& kv : kv_types) {
+            const std::string name = "verify/" + kernel.name + "/" + kv_name(kv) + "/d" + std::to_string(d) +
                                      "/nq" + std::to_string(rows) + "/depth" + std::to_string(depth);
             const turbo3::launch_options* o = &kernel.options;
             setup(benchmark::RegisterBenchmark(name.c_str(), [name, o, kv, d, rows, depth](benchmark::State& s) {
-              chunk_benchmark(s, name, *o, kv, d, rows, depth, false);
+              chunk_benchmark(s, name, *o, kv.k, kv.v, d, rows, depth, false);
             }));
           }
   static const std::vector<chunk_kernel> ubatch_kernels = chunk_kernels(false);
   for (int d : g_config.head_dims)
     for (int depth : g_config.ubatch_depths)
       for (const chunk_kernel& kernel : ubatch_kernels)
-        for (data_type kv : kv_types) {
+        for (const kv_pair& kv : kv_types) {
           const int u = g_config.ubatch;
-          const std::string name = "ubatch/" + kernel.name + "/" + turbo3::to_string(kv) + "/d" + std::to_string(d) +
+          const std::string name = "ubatch/" + kernel.name + "/" + kv_name(kv) + "/d" + std::to_string(d) +
                                    "/q" + std::to_string(u) + "/depth" + std::to_string(depth);
           const turbo3::launch_options* o = &kernel.options;
           setup(benchmark::RegisterBenchmark(name.c_str(), [name, o, kv, d, u, depth](benchmark::State& s) {
-            chunk_benchmark(s, name, *o, kv, d, u, depth, true);
+            chunk_benchmark(s, name, *o, kv.k, kv.v, d, u, depth, true);
           }));
         }
   static const std::vector<decode_kernel> vec_kernels = decode_kernels();
   for (int d : g_config.head_dims)
     for (int depth : g_config.depths)
       for (const decode_kernel& kernel : vec_kernels)
-        for (data_type kv : kv_types) {
-          const std::string name = "decode/" + kernel.name + "/" + turbo3::to_string(kv) + "/d" + std::to_string(d) +
+        for (const kv_pair& kv : kv_types) {
+          const std::string name = "decode/" + kernel.name + "/" + kv_name(kv) + "/d" + std::to_string(d) +
                                    "/depth" + std::to_string(depth);
           const decode_kernel* k = &kernel;
           setup(benchmark::RegisterBenchmark(name.c_str(), [name, k, kv, d, depth](benchmark::State& s) {
-            decode_benchmark(s, name, *k, kv, d, depth);
+            decode_benchmark(s, name, *k, kv.k, kv.v, d, depth);
           }));
         }
 }
 
 const char* const usage =
-    "turbo3_bench: prefill and decode attention over f16 and turbo3 K/V (Google Benchmark).\n"
+    "turbo3_bench: prefill and decode attention over f16 and quantized K/V (Google Benchmark).\n"
     "Our flags (then any --benchmark_* flag, e.g. --benchmark_filter=prefill/tile):\n"
     "  --heads=H            query heads (default 16)\n"
     "  --kv-heads=H         KV heads (default 8)\n"
+    "  --kv=a,b,...         K/V types: T (K and V of type T) or K-V, e.g. q8_0-turbo3; types f16, turbo3,\n"
+    "                       turbo4, turbo2, q8_0 (default f16,turbo3)\n"
     "  --pp=a,b,...         prefill sizes n_q = n_kv (default 512,2048,4096)\n"
     "  --prefill-head-dims=a,b  prefill head dims (default 256; 64, 128, 256, 512: TILE has all four,\n"
     "                       MMA 128 and 256, materialize up to 256; a kernel without one is skipped)\n"
@@ -684,7 +739,9 @@ int main(int argc, char** argv) {
     };
     if (const char* v = value("--heads=")) g_config.n_head = std::atoi(v);
     else if (const char* v = value("--kv-heads=")) g_config.n_head_kv = std::atoi(v);
-    else if (const char* v = value("--depths=")) g_config.depths = parse_list(v);
+    else if (const char* v = value("--kv=")) {
+      if (!parse_kv_list(v, g_config.kv_types)) return 2;
+    } else if (const char* v = value("--depths=")) g_config.depths = parse_list(v);
     else if (const char* v = value("--head-dims=")) g_config.head_dims = parse_list(v);
     else if (const char* v = value("--pp=")) g_config.prefill_sizes = parse_list(v);
     else if (const char* v = value("--prefill-head-dims=")) g_config.prefill_head_dims = parse_list(v);

@@ -71,8 +71,9 @@ TURBO3_DEVICE TURBO3_FORCEINLINE turbo4_codebook_table write_table(const turbo4_
 TURBO3_DEVICE TURBO3_FORCEINLINE turbo2_codebook_table write_table(const turbo2_codebook_table&) { return turbo2_codebook(); }
 
 // 32 lanes quantize one 128-group, 4 consecutive values per lane (a wave64 holds two groups),
-// rotating them as rotate_groups does (rotate_lane_values), one load and a few stores per lane. A work-group per group with a barrier per stage is latency-
-// bound at about a tenth of the memory's rate (docs/performance.md, cache write).
+// rotating them as rotate_groups does (rotate_lane_values), one load and a few stores per lane: no
+// barrier per butterfly stage, which leaves a work-group per group latency-bound
+// (docs/performance.md, cache write).
 inline constexpr int write_lanes_per_group = rotate_lanes_per_group;
 inline constexpr int write_values_per_lane = rotate_values_per_lane;
 inline constexpr int write_group_threads = 256;

@@ -248,6 +248,16 @@ inline std::vector<named_grid> prefill_route_grids() {
           {"GQA 16 and GQA 8 at D=256, two sequences, sinks, f16 out", 0x7916, gqa_sequences_grid()}};
 }
 
+// run_grid(grid, rng) over prefill_route_grids(), each grid named in the failures it reports.
+template <class RunGrid>
+void run_prefill_route_grids(RunGrid&& run_grid) {
+  for (const named_grid& g : prefill_route_grids()) {
+    INFO(g.name);
+    std::mt19937_64 rng(run_seed() ^ g.salt);
+    run_grid(g.grid, rng);
+  }
+}
+
 // Masks with structure (what ggml passes: -inf past each query's diagonal; a sliding window; some
 // rows hidden entirely; structured_mask_case), each head dim of `dims` x K/V type of `types` (K
 // and V alike) x shape of `shapes`.

@@ -229,11 +229,7 @@ TEST_CASE("fragment: one 16x16x16 multiply (B from its transpose and from its ro
 }
 
 TEST_CASE("MMA: the prefill route grids (seed, D=128 options, odd lengths, K/V pairs, GQA)", "[mma]") {
-  for (const turbo3_test::named_grid& g : turbo3_test::prefill_route_grids()) {
-    INFO(g.name);
-    std::mt19937_64 rng(turbo3_test::run_seed() ^ g.salt);
-    run_grid(g.grid, rng);
-  }
+  turbo3_test::run_prefill_route_grids(run_grid);
 }
 
 TEST_CASE("MMA: D=64 and D=512 unsupported", "[mma]") {

@@ -46,11 +46,7 @@ void run_grid(const turbo3_test::case_grid& grid, std::mt19937_64& rng) {
 }  // namespace
 
 TEST_CASE("TILE: the prefill route grids (seed, D=128 options, odd lengths, K/V pairs, GQA)", "[tile]") {
-  for (const turbo3_test::named_grid& g : turbo3_test::prefill_route_grids()) {
-    INFO(g.name);
-    std::mt19937_64 rng(turbo3_test::run_seed() ^ g.salt);
-    run_grid(g.grid, rng);
-  }
+  turbo3_test::run_prefill_route_grids(run_grid);
 }
 
 TEST_CASE("TILE: f16 at D=64", "[tile]") {
