@@ -13,9 +13,10 @@ enum class kernel_choice {
   automatic,    // n_q <= 2 (and turbo3 verify batches of <= 8 rows per KV head on NVIDIA): vec; else mma
                 // where the device runs it by default and the shape is covered, else tile where it
                 // applies, else materialize, else vec (turbo4, turbo2 or q8_0 K/V: vec up to
-                // vec_verify_max_queries rows and at D = 512, else materialize)
+                // vec_verify_max_queries rows and at D = 512, else materialize; D = 512 with f16 and
+                // turbo3 K/V: vec up to vec_verify_max_queries rows, else tile)
   vec,          // force the decode kernel for any n_q (the "VEC for prefill" baseline)
-  tile,         // force the scalar prefill kernel
+  tile,         // force the scalar prefill kernel (D 64/128/256/512)
   materialize,  // force dequantize-to-f16 then the f16 prefill kernel
   mma,          // force the matrix-core prefill kernel (D 128/256)
 };
