@@ -512,7 +512,7 @@ TEST_CASE("write_rows refuses unknown codebooks, sizes that overflow and overlap
 }
 
 // turbo4, turbo2 and q8_0 K/V are read by the VEC kernels (the scalar one at any head dim it has,
-// the warp one for the turbo pairs of vec_warp_types on NVIDIA) and by materialize (D 128 and 256),
+// the warp one for the pairs of vec_warp_types on NVIDIA) and by materialize (D 128 and 256),
 // and only by those: the automatic route sends decode and D = 512 to VEC and other prefill to
 // materialize; TILE and MMA, forced, report unsupported before any allocation or launch, and their
 // size queries say 0.

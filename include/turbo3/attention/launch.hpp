@@ -236,7 +236,7 @@ TURBO3_KERNEL_ENTRY status init(int device) {
   (void)platform::warpgroup_mma_available(device);
   // Scalar kernels: q8_0 stands for every pair with a turbo4, turbo2 or q8_0 side (one kernel per
   // head dim and row count, kv::any_loader, each queried once); warp kernels: a kernel per pair of
-  // turbo types (vec_warp_types).
+  // vec_warp_types (the turbo pairs, q8_0 K with turbo3 V).
   const data_type types[5] = {data_type::f16, data_type::turbo3, data_type::turbo4, data_type::turbo2, data_type::q8_0};
   for (int d : {64, 128, 256, 512})
     for (data_type k : types)

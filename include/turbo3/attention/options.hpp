@@ -25,11 +25,11 @@ enum class kernel_choice {
 enum class vec_variant {
   automatic,  // `warp` where it applies, else `scalar`
   scalar,     // FMA kernel: every head dim, K/V type pair and row count (the only one for q8_0
-              // K/V and for turbo4 with turbo2)
+              // V, for q8_0 K with other than turbo3 V and for turbo4 with turbo2)
   matrix,     // block-synchronous matrix-instruction kernel (NVIDIA; D 128/256, up to 8 rows)
   warp,       // warp-owned key ranges, asynchronous staging, matrix instructions (NVIDIA; K and
-              // V each turbo3, turbo2 or turbo4, one type or turbo3 with another; D 128/256, up to
-              // 8 rows)
+              // V each turbo3, turbo2 or turbo4, one type or turbo3 with another, or q8_0 K with
+              // turbo3 V; D 128/256, up to 8 rows)
 };
 
 // Which matrix-core prefill (MMA) kernel runs. `warpgroup` falls back to `fragment` where it does

@@ -100,7 +100,8 @@ void with_vec_kernel(const vec_plan& plan, data_type k, data_type v, bool masked
       using T3 = turbo3_warp_side;
       using T2 = turbo2_warp_side;
       using T4 = turbo4_warp_side;
-      const data_type t3 = data_type::turbo3, t2 = data_type::turbo2, t4 = data_type::turbo4;
+      using Q8 = q8_0_warp_side;
+      const data_type t3 = data_type::turbo3, t2 = data_type::turbo2, t4 = data_type::turbo4, q8 = data_type::q8_0;
       if (k == t3 && v == t3) with_sides(T3{}, T3{});
       else if (k == t2 && v == t2) with_sides(T2{}, T2{});
       else if (k == t3 && v == t2) with_sides(T3{}, T2{});
@@ -108,6 +109,7 @@ void with_vec_kernel(const vec_plan& plan, data_type k, data_type v, bool masked
       else if (k == t4 && v == t4) with_sides(T4{}, T4{});
       else if (k == t3 && v == t4) with_sides(T3{}, T4{});
       else if (k == t4 && v == t3) with_sides(T4{}, T3{});
+      else if (k == q8 && v == t3) with_sides(Q8{}, T3{});
       return;
     }
   }
@@ -227,12 +229,13 @@ inline vec_row_layout vec_rows_of(const attention_params& p) {
 // The launch limit of a grid's y and z dimensions (x: 2^31 - 1).
 inline constexpr int64_t max_grid_yz = 65535;
 
-// Whether the VEC kernels take these (validated) params: any K/V type pair (q8_0 sides, and turbo4
-// with turbo2, through the scalar kernel only), head dims 128, 256, 512 and 64 (f16 K and V only: q8_0 at
-// D = 64 decodes through materialize, launch.hpp's route_on), f16 rows 16-byte aligned,
-// GQA <= 64, and grids within the launch limits: the decode kernel's (splits <= 256, KV heads x
-// head splits, sequences x query tiles) and the combine kernel's (queries x slices, n_head, n_seq;
-// its x stays far below 2^31 once sequences x query tiles fits).
+// Whether the VEC kernels take these (validated) params: any K/V type pair (the pairs outside
+// vec_warp_types, e.g. q8_0 V or turbo4 with turbo2, through the scalar kernel only), head dims
+// 128, 256, 512 and 64 (f16 K and V only: q8_0 at D = 64 decodes through materialize, launch.hpp's
+// route_on), f16 rows 16-byte aligned, GQA <= 64, and grids within the launch limits: the decode
+// kernel's (splits <= 256, KV heads x head splits, sequences x query tiles) and the combine
+// kernel's (queries x slices, n_head, n_seq; its x stays far below 2^31 once sequences x query
+// tiles fits).
 inline status vec_supported(const attention_params& p) {
   if (!has_kernel_loader(p.k.type) || !has_kernel_loader(p.v.type)) return status::unsupported;
   const int64_t dk = p.head_dim_k(), dv = p.head_dim_v();
@@ -286,8 +289,8 @@ inline vec_plan make_vec_plan(const attention_params& p, const launch_options& o
   plan.ncols = l.ncols;
   plan.rows = next_pow2(heads_per_block * plan.ncols);
   const bool mma_rows = platform::has_mma_m16n8k16 && vec_mma_head_dim(plan.head_dim) && plan.rows <= vec_mma_rows;
-  // The matrix kernel reads f16 and turbo3 only, the warp kernel the turbo pairs of
-  // vec_warp_types; other pairs take the scalar kernel.
+  // The matrix kernel reads f16 and turbo3 only, the warp kernel the pairs of vec_warp_types (the
+  // turbo pairs, q8_0 K with turbo3 V); other pairs take the scalar kernel.
   const bool warp_types = vec_warp_types(p.k.type, p.v.type);
   const bool tile_types = has_tile_loader(p.k.type) && has_tile_loader(p.v.type);
   if (opt.vec == vec_variant::matrix && mma_rows && tile_types) {

@@ -52,10 +52,12 @@ inline constexpr int vec_warp_rows = 8;  // the fragment's N
 // (2 fit), 159-163 with 6 warps (2 fit), 140-164 at D = 128 (3 fit).
 inline constexpr int vec_warp_min_blocks = 2;
 // A turbo4 side at D = 128 takes 173-188 registers compiled for 2 (its decode's sign and magnitude
-// lookups): compiled for 3, as turbo3 fits at D = 128.
+// lookups), a q8_0 K side up to 173: compiled for 3, as turbo3 fits at D = 128.
 template <int D, class KS, class VS>
 inline constexpr int vec_warp_min_blocks_of =
-    D == 128 && (KS::type == data_type::turbo4 || VS::type == data_type::turbo4) ? 3 : vec_warp_min_blocks;
+    D == 128 && (KS::type == data_type::turbo4 || VS::type == data_type::turbo4 || KS::type == data_type::q8_0)
+        ? 3
+        : vec_warp_min_blocks;
 // Keys per unit of a split (one 16-key group per warp): finer than vec_tile, so short contexts
 // still spread over a full wave of work-groups. The split count sets how many work-groups share a
 // row set; which keys each takes is decided at run time, in chunks of vec_warp_chunk_groups groups
@@ -83,9 +85,11 @@ TURBO3_HD constexpr int vec_warp_warps(int d, int col_blocks, int64_t n_kv, data
 TURBO3_HD constexpr bool vec_warp_head_dim(int d) { return d == 128 || d == 256; }
 
 // The K/V type pairs the kernel reads: turbo3, turbo2 or turbo4 on both sides, one type or turbo3
-// with another (turbo2 with turbo4 takes the scalar kernel: two more kernels per shape to compile
-// for a pair no engine writes).
+// with another, and q8_0 K with turbo3 V (q8_0 is a K side only: q8_0_warp_side). Other pairs take
+// the scalar kernel: turbo2 with turbo4 and q8_0 K with turbo2 or turbo4 V would be two more
+// kernels per shape to compile for pairs no engine writes.
 TURBO3_HD constexpr bool vec_warp_types(data_type k, data_type v) {
+  if (k == data_type::q8_0 || v == data_type::q8_0) return k == data_type::q8_0 && v == data_type::turbo3;
   return vec_warp_side_type(k) && vec_warp_side_type(v) && (k == v || k == data_type::turbo3 || v == data_type::turbo3);
 }
 
@@ -130,8 +134,10 @@ struct vec_warp_side_layout {
   TURBO3_HD static constexpr int copy_rows_per_pass(int unit) { return 32 / copy_lanes_per_row(unit); }
   static constexpr int units_per_lane = (row_bytes + 6 + 15) / 16;
   TURBO3_HD static constexpr int min_row_units(int unit) { return (row_bytes + unit - 1) / unit; }
+  // Whether every unit but a lane's last is whole from every start (start 0 is the tightest): its
+  // highest is below row_bytes / unit (a 272-byte q8_0 row at D = 256: 8-byte unit 33 of 34).
   TURBO3_HD static constexpr bool only_last_unit_partial(int unit) {
-    return copy_lanes_per_row(unit) - 1 + copy_lanes_per_row(unit) * (units_per_lane - 2) < min_row_units(unit) - 1;
+    return copy_lanes_per_row(unit) - 1 + copy_lanes_per_row(unit) * (units_per_lane - 2) < row_bytes / unit;
   }
   // 16-byte copies: one lane per row (K rows in lanes 0-15, V rows in 16-31), each copying the
   // row_units_16 units that cover a row starting up to 12 bytes into its first.
@@ -208,6 +214,7 @@ struct vec_warp_config {
   // (docs/performance.md, decode). A K side without an integer decode (turbo4) has no 6-warp form.
   static constexpr bool integer_scores = n_warps == vec_warp_deep_warps;
   static_assert(!integer_scores || KS::i8_scores, "the 6-warp form needs a K side with integer scores");
+  static_assert(VS::finite_decode, "a V side's stale keys are cancelled by a zero weight: finite decodes only");
   // Q fragments per lane (and byte plane, integer): [block][half][k-step]
   static constexpr int q_frags = blocks * 2 * (integer_scores ? 2 : 4);
   // V blocks whose value operand is decoded before the softmax, so that their byte permutes fill
@@ -226,8 +233,8 @@ static_assert(vec_warp_side_layout<128, turbo3_warp_side>::pitch == 80 &&
 static_assert(vec_warp_config<128>::stage_bytes == 2 * 16 * 80 && vec_warp_config<256, 6>::stage_bytes == 2 * 16 * 112,
               "turbo3 slots");
 
-// The work-group's Q rows, prescaled and rotated (a.rotate_q: every side stores rotated values),
-// into q_nat [ROWS][q_pitch] in natural order, padding rows zero: a warp per 128-value group, 4
+// The work-group's Q rows, prescaled and rotated where K stores rotated values (a.rotate_q: every
+// turbo side, not q8_0; the output's rotation back, a.unrotate_out, follows V alone), into q_nat [ROWS][q_pitch] in natural order, padding rows zero: a warp per 128-value group, 4
 // values per lane. load() issues the global loads (the kernel calls it first, so they are not
 // queued behind its first copies); store() rotates in registers and shuffles
 // (rotate_group_warp32), writes the rows to shared memory once and synchronizes. The fragments then pick their slots' values. Loads behind the

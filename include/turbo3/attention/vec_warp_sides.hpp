@@ -6,18 +6,23 @@
 // copies: rows staged in 16-byte units start 4-byte aligned (vec_warp_config), every other row
 // only 2-byte aligned. Sides with i8_scores also decode to signed bytes (decode_i8) for the
 // integer score form (vec_warp_config::integer_scores). The level tables of turbo2 and turbo4
-// (fixed codebooks) are constants; turbo3's come from the call's codebook (turbo3_lut).
+// (fixed codebooks) are constants; turbo3's come from the call's codebook (turbo3_lut). A side
+// whose decode of arbitrary bytes may be inf or NaN (q8_0) is a K side only (finite_decode): the
+// value phase cancels the stale keys of a partial group with a zero weight, which cancels only
+// finite values; a stale key's score is replaced by -inf whatever it is.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "turbo3/format/block.hpp"
+#include "turbo3/format/block_q8_0.hpp"
 #include "turbo3/format/block_turbo2.hpp"
 #include "turbo3/format/block_turbo4.hpp"
 #include "turbo3/format/codebook_turbo2.hpp"
 #include "turbo3/format/codebook_turbo4.hpp"
 #include "turbo3/kv/loaders.hpp"
+#include "turbo3/platform/fragment.hpp"
 #include "turbo3/platform/bits.hpp"
 #include "turbo3/types.hpp"
 
@@ -115,6 +120,7 @@ struct turbo3_warp_side {
   static constexpr data_type type = data_type::turbo3;
   static constexpr int group_bytes = static_cast<int>(block_bytes);
   static constexpr bool i8_scores = true;
+  static constexpr bool finite_decode = true;
   using raw_chunk = loader::raw_chunk;
   TURBO3_HD static constexpr int value_of_slot(int s) { return loader::value_of_slot(s); }
   template <int UNIT>
@@ -147,6 +153,7 @@ struct turbo2_warp_side {
   static constexpr data_type type = data_type::turbo2;
   static constexpr int group_bytes = static_cast<int>(turbo2_block_bytes);
   static constexpr bool i8_scores = true;
+  static constexpr bool finite_decode = true;
   struct raw_chunk {
     uint32_t qs;
   };
@@ -207,6 +214,7 @@ struct turbo4_warp_side {
   static constexpr data_type type = data_type::turbo4;
   static constexpr int group_bytes = static_cast<int>(turbo4_block_bytes);
   static constexpr bool i8_scores = false;
+  static constexpr bool finite_decode = true;
   struct raw_chunk {
     uint32_t w[2];
   };
@@ -250,12 +258,68 @@ struct turbo4_warp_side {
   TURBO3_DEVICE TURBO3_FORCEINLINE static float i8_unit(const turbo3_lut&) { return 0.0f; }
 };
 
+// ---- q8_0 (K only) ---------------------------------------------------------------------------------
+// 34-byte blocks (block_q8_0): the fp16 scale d, then 32 int8 values q (value j = d q_j); a
+// 128-value group is 4 blocks (136 bytes) and chunk c is half (c % 2) of block c / 2. The decode
+// folds d into the operand: fp16(q d) per value (one rounding, 2^-11 relative; the scores
+// accumulate in fp32), so scale_bits is fp16 1 for every group. Slot order is value order. A block
+// starts 0 or 2 bytes into a 4-byte word (34-byte blocks of a 2-byte aligned row): load reads the
+// aligned words around the chunk and shifts by that offset (one byte permute per word, its selector
+// from the address): 5 32-bit loads and the word with d, not 9 16-bit loads. The words read may
+// reach 2 bytes before the block (a 2-byte offset: the row starts at least 2 bytes into its slot,
+// or the block is not the row's first) or after it (inside the slot: a slot's pitch leaves more
+// than 2 bytes after a row, and a span run's tile as much after its last row). decode_half2: q as
+// fp16 from 0x6400 | (q ^ 0x80) = 1024 + q + 128 less 1152 (exact), times (d, d). The decode of
+// stale bytes may be inf or NaN (finite_decode false): K only. No integer decode (i8_scores false).
+struct q8_0_warp_side {
+  static constexpr data_type type = data_type::q8_0;
+  static constexpr int group_bytes = block_values / q8_0_block_values * static_cast<int>(q8_0_block_bytes);
+  static constexpr bool i8_scores = false;
+  static constexpr bool finite_decode = false;
+  struct raw_chunk {
+    uint32_t d2;     // (d, d) as fp16
+    uint32_t qs[4];  // value e in byte e % 4 of qs[e / 4]
+  };
+  TURBO3_HD static constexpr int value_of_slot(int s) { return s; }
+  template <int UNIT>
+  TURBO3_DEVICE TURBO3_FORCEINLINE static raw_chunk load(const char* row, int b, int q) {
+    const char* block = row + b * group_bytes + (q / 2) * static_cast<int>(q8_0_block_bytes);
+    const uint32_t offset = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(block)) & 2u;  // 0 or 2
+    const uint32_t* w = reinterpret_cast<const uint32_t*>(block - offset);
+    // d: bytes offset, offset + 1 of w[0]; half h's qs: from byte offset + 2 of w[4 h] on
+    const uint32_t d_sel = 0x1010u + 0x1111u * offset, qs_sel = 0x5432u + 0x1111u * offset;
+    const uint32_t* x = w + 4 * (q % 2);
+    uint32_t xs[5];
+    TURBO3_UNROLL
+    for (int i = 0; i < 5; ++i) xs[i] = x[i];
+    raw_chunk r;
+    r.d2 = platform::lookup_bytes4(w[0], 0u, d_sel);
+    TURBO3_UNROLL
+    for (int i = 0; i < 4; ++i) r.qs[i] = platform::lookup_bytes4(xs[i], xs[i + 1], qs_sel);
+    return r;
+  }
+  TURBO3_DEVICE TURBO3_FORCEINLINE static uint16_t scale_bits(const char*, int) { return 0x3c00u; }
+  TURBO3_DEVICE TURBO3_FORCEINLINE static float scale(const char*, int) { return 1.0f; }
+  TURBO3_DEVICE TURBO3_FORCEINLINE static void decode_half2(const raw_chunk& raw, const turbo3_lut&, uint32_t out[8]) {
+    constexpr uint32_t bias = 0x64806480u;  // (1152, 1152) as fp16
+    TURBO3_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t u = raw.qs[i] ^ 0x80808080u;
+      const uint32_t lo = platform::permute_bytes<0, 4, 1, 4>(u, 0x64646464u);
+      const uint32_t hi = platform::permute_bytes<2, 4, 3, 4>(u, 0x64646464u);
+      out[2 * i] = platform::mul_half2_bits(platform::sub_half2_bits(lo, bias), raw.d2);
+      out[2 * i + 1] = platform::mul_half2_bits(platform::sub_half2_bits(hi, bias), raw.d2);
+    }
+  }
+  TURBO3_DEVICE TURBO3_FORCEINLINE static float i8_unit(const turbo3_lut&) { return 0.0f; }
+};
+
 #endif  // TURBO3_HAS_RUNTIME
 
-// Whether the warp decode kernel has a side for storage type t, and whether K of type t takes the
-// integer score form (vec_warp_warps).
+// Whether the warp decode kernel has a side for storage type t (q8_0: K only), and whether K of
+// type t takes the integer score form (vec_warp_warps).
 TURBO3_HD constexpr bool vec_warp_side_type(data_type t) {
-  return t == data_type::turbo3 || t == data_type::turbo2 || t == data_type::turbo4;
+  return t == data_type::turbo3 || t == data_type::turbo2 || t == data_type::turbo4 || t == data_type::q8_0;
 }
 TURBO3_HD constexpr bool vec_warp_i8_type(data_type t) { return t == data_type::turbo3 || t == data_type::turbo2; }
 
