@@ -11,6 +11,10 @@
 //                                InnerQ is on)
 //   GGML_TURBO3_WHT=0            keep the fork's TURBO_WHT rotations on its kernel; by default they
 //                                go through turbo3::rotate_groups, bit-exact with it
+//   GGML_TURBO3_FUSE_WHT=1       fold the rotations around an attention node into its call (Q
+//                                rotated and the output un-rotated inside the kernels): the
+//                                TURBO_WHT -> FLASH_ATTN_EXT -> TURBO_WHT chain becomes one launch
+//                                (not while the fork's InnerQ is on)
 //   GGML_TURBO3_LOG=1            one line per distinct decision (shape, route or reason)
 // At exit a summary line goes to stderr: nodes served per kernel family, nodes left to ggml per
 // reason, how many of each happened while a CUDA graph was being captured, and the graph captures
@@ -82,6 +86,14 @@ static bool wht_enabled() {
     return on;
 }
 
+// Opt-in until measured in the engine. Off under InnerQ: the fork's rotation of Q then scales by
+// calibrated per-channel factors that the attention call does not take.
+static bool fuse_enabled() {
+    static const bool on = policy() != serve_policy::none && env_flag("GGML_TURBO3_FUSE_WHT") &&
+                           !env_flag("TURBO_INNERQ");
+    return on;
+}
+
 constexpr int n_routes = 5;  // turbo3::kernel_choice: automatic (unused), vec, tile, materialize, mma
 constexpr int n_refusals = static_cast<int>(refusal::count_);
 
@@ -94,6 +106,7 @@ struct statistics {
     std::atomic<uint64_t> graph_launches{0};
     std::atomic<uint64_t> set_rows_served{0};
     std::atomic<uint64_t> wht_served{0};
+    std::atomic<uint64_t> rotations_fused{0};
 
     ~statistics() {
         uint64_t n_served = 0, n_refused = 0;
@@ -121,7 +134,8 @@ struct statistics {
         }
         line += "; " + std::to_string(refused_capturing.load()) + " while capturing); SET_ROWS " +
                 std::to_string(set_rows_served.load()) + " served; TURBO_WHT " +
-                std::to_string(wht_served.load()) + " served; CUDA graphs " +
+                std::to_string(wht_served.load()) + " served; rotations folded into " +
+                std::to_string(rotations_fused.load()) + " attention calls; CUDA graphs " +
                 std::to_string(graph_captures.load()) + " captured, " + std::to_string(graph_launches.load()) +
                 " launched\n";
         fputs(line.c_str(), stderr);
@@ -261,6 +275,69 @@ bool ggml_cuda_turbo3_serves(int device, const ggml_tensor * dst) {
     return decide(dst).why == refusal::none;
 }
 
+namespace {
+
+// A TURBO_WHT node's direction (0 forward, 1 inverse) and group size. ggml_turbo_wht stores the
+// group size at `op_params + sizeof(int)` on an int32_t pointer: element 4, not the second int;
+// read it where the fork's own dispatch does.
+struct wht_params {
+    int32_t direction = 0, group = 0;
+};
+
+static wht_params wht_params_of(const ggml_tensor * node) {
+    wht_params w;
+    memcpy(&w.direction, node->op_params, sizeof w.direction);
+    memcpy(&w.group, node->op_params + sizeof(int), sizeof w.group);
+    return w;
+}
+
+// Nodes that launch nothing (ggml_cuda_is_view_or_noop's list).
+static bool launches_nothing(const ggml_tensor * t) {
+    return ggml_is_empty(t) || t->op == GGML_OP_RESHAPE || t->op == GGML_OP_TRANSPOSE || t->op == GGML_OP_VIEW ||
+           t->op == GGML_OP_PERMUTE || t->op == GGML_OP_NONE;
+}
+
+static int32_t use_count(const ggml_cgraph * graph, const ggml_tensor * t) {
+    const size_t pos = ggml_hash_find(&graph->visited_hash_set, t);
+    return ggml_bitset_get(graph->visited_hash_set.used, pos) ? graph->use_counts[pos] : 0;
+}
+
+static bool overlap(const ggml_tensor * a, const void * b_data, size_t b_bytes) {
+    if (!a || !a->data || !b_data) return false;
+    const auto a0 = reinterpret_cast<uintptr_t>(a->data), b0 = reinterpret_cast<uintptr_t>(b_data);
+    return a0 < b0 + b_bytes && b0 < a0 + ggml_nbytes(a);
+}
+
+// Runs a node that decide() serves, with `p` (its params, or those of the chain it stands for).
+static void run_served(ggml_backend_cuda_context & ctx, const ggml_tensor * dst, const turbo3::attention_params & p,
+                       cudaStream_t stream, bool capturing) {
+    turbo3::launch_options options;
+    const size_t counter_need = turbo3::counter_bytes(p, options);
+    if (counter_need > 0) {
+        if (void * c = stream_counters(stream, counter_need, capturing)) {
+            options.counters = c;
+            options.counters_bytes = stream_counter_bytes;
+        }
+    }
+    pool_allocator allocator{ctx.pool()};
+    const turbo3::status s = turbo3::flash_attention(p, allocator, stream, options);
+    if (s != turbo3::status::ok) {
+        // supported() said yes, so nothing but a failed launch or allocation lands here; ggml's
+        // kernels cannot take over (the node's buffer holds none of their f16 copies).
+        GGML_ABORT("turbo3: flash_attention failed (%s) on %s", turbo3::to_string(s), describe(dst).c_str());
+    }
+    const int route = static_cast<int>(turbo3::route(p, options));
+    g_stats.served[route < n_routes ? route : 0]++;
+    if (capturing) g_stats.served_capturing++;
+    if (log_enabled()) {
+        static const char * names[n_routes] = {"automatic", "vec", "tile", "materialize", "mma"};
+        log_once(describe(dst) + ": turbo3 " + names[route < n_routes ? route : 0] +
+                 (p.rotate_q ? ", rotations folded in" : ""));
+    }
+}
+
+}  // namespace
+
 bool ggml_cuda_turbo3_flash_attn_ext(ggml_backend_cuda_context & ctx, ggml_tensor * dst) {
     const turbo3::ggml_adapter::mapping m = decide(dst);
     cudaStream_t stream = ctx.stream();
@@ -271,30 +348,81 @@ bool ggml_cuda_turbo3_flash_attn_ext(ggml_backend_cuda_context & ctx, ggml_tenso
         if (log_enabled()) log_once(describe(dst) + ": left to ggml (" + to_string(m.why) + ")");
         return false;
     }
+    run_served(ctx, dst, m.params, stream, capturing);
+    return true;
+}
 
-    turbo3::launch_options options;
-    const size_t counter_need = turbo3::counter_bytes(m.params, options);
-    if (counter_need > 0) {
-        if (void * c = stream_counters(stream, counter_need, capturing)) {
-            options.counters = c;
-            options.counters_bytes = stream_counter_bytes;
+int ggml_cuda_turbo3_fuse_rotations(ggml_backend_cuda_context & ctx, const ggml_cgraph * graph, int i) {
+    ggml_tensor * rotate_q = graph->nodes[i];
+    if (rotate_q->op != GGML_OP_TURBO_WHT || !fuse_enabled()) {
+        return 0;
+    }
+    // The chain: rotate_q, views of it, the attention node, views, the output's rotation. Only
+    // nodes that launch nothing lie between, so the attention's other inputs are ready at i.
+    int j = i + 1;
+    while (j < graph->n_nodes && launches_nothing(graph->nodes[j])) ++j;
+    if (j >= graph->n_nodes || graph->nodes[j]->op != GGML_OP_FLASH_ATTN_EXT) {
+        return 0;
+    }
+    ggml_tensor * attention = graph->nodes[j];
+    int k = j + 1;
+    while (k < graph->n_nodes && launches_nothing(graph->nodes[k])) ++k;
+    if (k >= graph->n_nodes || graph->nodes[k]->op != GGML_OP_TURBO_WHT || graph->nodes[k]->src[0] != attention) {
+        return 0;
+    }
+    ggml_tensor * rotate_out = graph->nodes[k];
+    const ggml_tensor * q = attention->src[0];
+    if (q != rotate_q && q->view_src != rotate_q) {
+        return 0;
+    }
+    // Neither rotated Q nor the rotated output may be read by anything else: they are never written.
+    if (use_count(graph, rotate_q) != 1 || use_count(graph, attention) != 1 ||
+        (rotate_q->flags & GGML_TENSOR_FLAG_OUTPUT) || (attention->flags & GGML_TENSOR_FLAG_OUTPUT)) {
+        return 0;
+    }
+    for (int n = i + 1; n < j; ++n) {
+        if (graph->nodes[n]->view_src == rotate_q && use_count(graph, graph->nodes[n]) != 1) {
+            return 0;
         }
     }
-    pool_allocator allocator{ctx.pool()};
-    const turbo3::status s = turbo3::flash_attention(m.params, allocator, stream, options);
-    if (s != turbo3::status::ok) {
-        // supported() said yes, so nothing but a failed launch or allocation lands here; ggml's
-        // kernels cannot take over (the node's buffer holds none of their f16 copies).
-        GGML_ABORT("turbo3: flash_attention failed (%s) on %s", turbo3::to_string(s), describe(dst).c_str());
+    const wht_params wq = wht_params_of(rotate_q), wo = wht_params_of(rotate_out);
+    const ggml_tensor * q_source = rotate_q->src[0];
+    const bool plain = wq.direction == 0 && wo.direction == 1 && wq.group == turbo3::block_values &&
+                       wo.group == turbo3::block_values && q_source->type == GGML_TYPE_F32 &&
+                       ggml_is_contiguous(q_source) && ggml_are_same_shape(q_source, rotate_q) &&
+                       rotate_out->type == GGML_TYPE_F32 && ggml_is_contiguous(rotate_out) &&
+                       ggml_is_contiguous(attention) && ggml_are_same_shape(rotate_out, attention);
+    if (!plain) {
+        return 0;
     }
-    const int route = static_cast<int>(turbo3::route(m.params, options));
-    g_stats.served[route < n_routes ? route : 0]++;
-    if (capturing) g_stats.served_capturing++;
-    if (log_enabled()) {
-        static const char * names[n_routes] = {"automatic", "vec", "tile", "materialize", "mma"};
-        log_once(describe(dst) + ": turbo3 " + names[route < n_routes ? route : 0]);
+    const turbo3::ggml_adapter::mapping m = decide(attention);
+    if (m.why != refusal::none) {
+        return 0;  // the nodes run one by one, and the attention node says why it stays with ggml
     }
-    return true;
+    // Q from the rotation's source at the view's offset (same shape, both contiguous), the output
+    // straight into the output rotation's tensor, both rotations inside the call.
+    turbo3::attention_params p = m.params;
+    const ptrdiff_t q_offset = static_cast<const char *>(p.q.data) - static_cast<const char *>(rotate_q->data);
+    p.q.data = static_cast<const char *>(q_source->data) + q_offset;
+    p.out.data = rotate_out->data;
+    p.rotate_q = true;
+    p.unrotate_out = true;
+    // ggml's allocator may give the output's rotation memory that an input of the chain held before
+    // (rotated Q, or Q's source once its rotation has run): then the nodes run one by one.
+    const size_t out_bytes = ggml_nbytes(rotate_out);
+    const ggml_tensor * inputs[] = {q_source, attention->src[1], attention->src[2], attention->src[3], attention->src[4]};
+    for (const ggml_tensor * input : inputs) {
+        if (overlap(input, p.out.data, out_bytes)) {
+            return 0;
+        }
+    }
+    if (turbo3::supported(p) != turbo3::status::ok) {
+        return 0;
+    }
+    cudaStream_t stream = ctx.stream();
+    run_served(ctx, attention, p, stream, stream_capturing(stream));
+    g_stats.rotations_fused++;
+    return k - i;
 }
 
 bool ggml_cuda_turbo3_set_rows(ggml_backend_cuda_context & ctx, ggml_tensor * dst) {
@@ -344,11 +472,8 @@ bool ggml_cuda_turbo3_turbo_wht(ggml_backend_cuda_context & ctx, ggml_tensor * d
     }
     const ggml_tensor * src = dst->src[0];
     const ggml_tensor * channel_scale = dst->src[1];  // the fork's InnerQ factors, or none
-    int32_t direction = 0, group = 0;
-    memcpy(&direction, dst->op_params, sizeof direction);
-    // ggml_turbo_wht stores the group size at `op_params + sizeof(int)` on an int32_t pointer:
-    // element 4, not the second int; read it where the fork's own dispatch does.
-    memcpy(&group, dst->op_params + sizeof(int), sizeof group);
+    const wht_params w = wht_params_of(dst);
+    const int32_t direction = w.direction, group = w.group;
     const bool plain = src->type == GGML_TYPE_F32 && dst->type == GGML_TYPE_F32 && ggml_is_contiguous(src) &&
                        ggml_is_contiguous(dst) && ggml_nelements(src) == ggml_nelements(dst) &&
                        group == turbo3::block_values && src->ne[0] % turbo3::block_values == 0 &&

@@ -11,7 +11,7 @@
 #   OUT_DIR       where the logs go: test-backend-ops.txt, llama-bench.txt, perplexity.txt
 #   steps         any of: tests bench deep perplexity setrows profile (default: tests bench perplexity);
 #                 setrows: the library build with the fork's TURBO_WHT and SET_ROWS, with TURBO_WHT on the
-#                 library, and with both on it (its default)
+#                 library, with both on it (its default), and with the rotations folded into attention
 #
 # The models and the text are written first (make_model.py, seeded) under $WORK_DIR (default
 # /tmp/turbo3-engine). Environment: DEPTHS (llama-bench depths, default 0,8192,32768), REPS
@@ -105,6 +105,8 @@ if has setrows; then
       GGML_TURBO3_SET_ROWS=0 bench "through turbo3, TURBO_WHT through rotate_groups" lib "$m" turbo3 \
         -p "${BENCH_PP:-512,2048}" -n 128 -d "$DEPTHS"
       bench "through turbo3, TURBO_WHT and SET_ROWS too" lib "$m" turbo3 -p "${BENCH_PP:-512,2048}" -n 128 -d "$DEPTHS"
+      GGML_TURBO3_FUSE_WHT=1 bench "through turbo3, rotations folded into attention" lib "$m" turbo3 \
+        -p "${BENCH_PP:-512,2048}" -n 128 -d "$DEPTHS"
     done
   } >> "$OUT/llama-bench.txt" 2>&1
   tail -30 "$OUT/llama-bench.txt"
@@ -112,12 +114,15 @@ fi
 
 if has profile; then  # where prompt processing spends its time: GPU kernels of one pp2048, per build and cache
   # runs: <runner> <cache> <label>; "plain" leaves TURBO_WHT and SET_ROWS to the fork's kernels,
-  # "routes" (the library build's default) runs them on the library too
-  runs=("base f16 plain" "base turbo3 plain" "lib turbo3 plain" "lib turbo3 routes")
+  # "routes" (the library build's default) runs them on the library too, "fused" folds the
+  # rotations into the attention call (GGML_TURBO3_FUSE_WHT=1)
+  runs=("base f16 plain" "base turbo3 plain" "lib turbo3 plain" "lib turbo3 routes" "lib turbo3 fused")
   profile_one() {  # profile_one <model> <runner> <cache> <label>
     local m="$1" runner="$2" cache="$3" label="$4" name="profile-$1-$2-$3-$4"
     local bin; bin="$([ "$runner" = base ] && echo "$BASE" || echo "$LIB")"
-    local flags=(GGML_TURBO3_WHT=0 GGML_TURBO3_SET_ROWS=0); [ "$label" = routes ] && flags=(GGML_TURBO3_LOG=0)
+    local flags=(GGML_TURBO3_WHT=0 GGML_TURBO3_SET_ROWS=0)
+    [ "$label" = routes ] && flags=(GGML_TURBO3_LOG=0)
+    [ "$label" = fused ] && flags=(GGML_TURBO3_FUSE_WHT=1)
     echo "== $m, $runner, cache $cache, $label: top kernels"
     if command -v nsys > /dev/null; then
       env "${flags[@]}" LD_LIBRARY_PATH="$bin" nsys profile --force-overwrite true -o "$WORK/$name" "$bin/llama-bench" \
@@ -156,6 +161,8 @@ if has perplexity; then
         turbo3 --kl-divergence-base "$WORK/$m.kld" --kl-divergence
       ppl "through turbo3, TURBO_WHT and SET_ROWS too" lib "$m" turbo3 --kl-divergence-base "$WORK/$m.kld" \
         --kl-divergence
+      GGML_TURBO3_FUSE_WHT=1 ppl "through turbo3, rotations folded into attention" lib "$m" turbo3 \
+        --kl-divergence-base "$WORK/$m.kld" --kl-divergence
       # the arithmetic alone: the library's f16 kernels against the fork's, on the same f16 cache
       GGML_TURBO3=all ppl "through turbo3 (f16 nodes too)" lib "$m" f16 --kl-divergence-base "$WORK/$m.kld" --kl-divergence
     done
