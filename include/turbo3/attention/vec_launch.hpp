@@ -175,8 +175,10 @@ void with_vec_head_dim(int head_dim, F&& f) {
 
 // Work-groups of a plan's kernel resident per multiprocessor of `device` (registers and shared
 // memory decide it, and they differ between kernels and architectures: f16 at D = 256 fits 3 on an
-// H200, D = 512 2), queried once per kernel and device. Dynamic shared memory past 48 KB is
-// allowed first (raise_smem_limit, per device: the attribute applies to the current device only).
+// H200, D = 512 2), queried once per kernel and device. A kernel's dynamic shared memory is allowed
+// first (raise_smem_limit, per device: the attribute applies to the current device only), whatever
+// its size: the 48 KB a launch gets without it include the kernel's static shared memory, which
+// put the warp kernel's 48 KB q8_0 ring (16 bytes static) past the limit.
 // 0 where the device refuses the shared memory, so the planner never picks a kernel that cannot
 // launch. A failed query is not kept: vec_target_blocks_per_sm this time, asked again next time.
 // The queries run with `device` current (device_guard: no runtime call where it already is).
@@ -187,7 +189,7 @@ int resident_blocks_of(int device) {
   const bool known = resident.get(device, n, [&](int& blocks) {
     const platform::device_guard on_device(device);
     if (!on_device.ok()) return false;
-    if (K::smem_bytes > 48 * 1024 && !platform::raise_smem_limit(K::value, K::smem_bytes)) {
+    if (K::smem_bytes > 0 && !platform::raise_smem_limit(K::value, K::smem_bytes)) {
       blocks = 0;
       return true;
     }
