@@ -17,6 +17,7 @@ using native = tile_config_for<D, platform::compiled_family>;
 TURBO3_TILE(64, F16, F16)
 TURBO3_TILE(128, T3, T3) TURBO3_TILE(128, T3, F16) TURBO3_TILE(128, F16, T3) TURBO3_TILE(128, F16, F16)
 TURBO3_TILE(256, T3, T3) TURBO3_TILE(256, T3, F16) TURBO3_TILE(256, F16, T3) TURBO3_TILE(256, F16, F16)
+TURBO3_TILE(512, T3, T3) TURBO3_TILE(512, T3, F16) TURBO3_TILE(512, F16, T3) TURBO3_TILE(512, F16, F16)
 #undef TURBO3_TILE
 template __global__ void materialize_kernel<T3>(const char*, int64_t, int64_t, int64_t, int, int, int64_t, int,
                                                 turbo3_lut, uint4*);
@@ -36,6 +37,10 @@ template __global__ void materialize_kernel<kv::q8_0_loader>(const char*, int64_
 // amd-check: tile_kernel<256,?turbo3::kv::turbo3_loader,*@gfx1201 max sgpr_spill 0
 // amd-check: tile_kernel<256,?turbo3::kv::f16_loader,?turbo3::kv::turbo3_loader,*@gfx1201 max vgpr_spill 0
 // amd-check: tile_kernel<256,?turbo3::kv::f16_loader,?turbo3::kv::turbo3_loader,*@gfx1201 max sgpr_spill 0
+// The D = 512 prefill kernels (every K/V pair) must not spill on gfx1201 either.
+// amd-check: tile_kernel<512,*@gfx1201 max vgpr_spill 0
+// amd-check: tile_kernel<512,*@gfx1201 max sgpr_spill 0
+// amd-check: tile_kernel<512,*@gfx1201 max scratch 0
 // amd-check: materialize_kernel* max scratch 0
 // No TILE kernel spills on any target.
 // amd-check: tile_kernel* max vgpr_spill 0

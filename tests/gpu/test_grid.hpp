@@ -179,6 +179,58 @@ inline case_grid gqa_sequences_grid() {
   return g;
 }
 
+// D = 512 prefill (TILE only: no MMA kernel and no materialize copy has this head dim): every K/V
+// pair at GQA 1, 4 and 8 over 2 KV heads. n_q 37 and 70 over n_kv 61 and 300 leave ragged query
+// tiles (32 rows on NVIDIA, 16 on AMD) and key tiles (32 and 8 keys); the options cycle (mask;
+// mask and sinks; causal; mask, ALiBi and causal; softcap), and so do the Q and output types, the
+// output layout, the rotation mode and the codebook. Then turbo3 under ggml's causal mask and a
+// sliding window with hidden rows (visible ends), and two sequences. None is sampled (materialize
+// stops at D = 256).
+inline case_grid prefill_d512_grid() {
+  using turbo3::data_type;
+  case_grid g;
+  int variant = 0;
+  for (data_type kt : kv_types)
+    for (data_type vt : kv_types)
+      for (int gqa : {1, 4, 8}) {
+        attention_case c;
+        c.head_dim = 512;
+        c.n_head_kv = 2;
+        c.n_head = 2 * gqa;
+        c.n_q = variant % 2 == 0 ? 37 : 70;
+        c.n_kv = variant % 4 < 2 ? 61 : 300;
+        const int opt = variant % 5;
+        c.mask = opt == 0 || opt == 1 || opt == 3;
+        c.sinks = opt == 1;
+        c.causal = opt == 2 || opt == 3;
+        c.max_bias = opt == 3 ? 8.0f : 0.0f;
+        c.softcap = opt == 4 ? 2.0f : 0.0f;
+        c.k_type = kt;
+        c.v_type = vt;
+        c.q_type = variant % 3 == 1 ? data_type::f16 : data_type::f32;
+        c.out_type = variant % 4 == 2 ? data_type::f16 : data_type::f32;
+        c.permuted_out = variant % 2 == 1;
+        c.library_rotates = variant % 4 != 3;
+        c.cb = variant % 6 == 5 ? turbo3::codebook::legacy : turbo3::codebook::lloyd_max;
+        g.push_back({c, 0, false});
+        ++variant;
+      }
+  using kind = attention_case::mask_kind;
+  for (const mask_shape& sh : {mask_shape{100, 100, kind::causal, 0, false}, mask_shape{90, 90, kind::window, 20, true}})
+    g.push_back({structured_mask_case(512, data_type::turbo3, sh), 0, false});
+  attention_case c;
+  c.head_dim = 512;
+  c.n_head = 8;
+  c.n_head_kv = 2;
+  c.n_q = 20;
+  c.n_kv = 150;
+  c.n_seq = 2;
+  c.sinks = true;
+  c.causal = true;
+  g.push_back({c, 0, false});
+  return g;
+}
+
 // The grids every prefill route runs through its own kernel choice (TILE and MMA), each from its
 // own random stream (`salt`).
 struct named_grid {

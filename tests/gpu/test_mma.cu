@@ -232,19 +232,25 @@ TEST_CASE("MMA: the prefill route grids (seed, D=128 options, odd lengths, K/V p
   turbo3_test::run_prefill_route_grids(run_grid);
 }
 
-TEST_CASE("MMA: D=64 unsupported", "[mma]") {
+TEST_CASE("MMA: D=64 and D=512 unsupported", "[mma]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7cb);
-  // D = 64 is not an MMA head dim: unsupported, nothing launched, output untouched.
-  attention_case c;
-  c.head_dim = 64;
-  c.n_head = 4;
-  c.n_head_kv = 2;
-  c.n_q = 70;
-  c.n_kv = 333;
-  c.k_type = c.v_type = data_type::f16;
-  attention_problem prob(c, rng);
-  arena_allocator none;
-  CHECK(flash_attention(prob.device_params(), none, nullptr, forced(kernel_choice::mma)) == status::unsupported);
+  // D = 64 and 512 are not MMA head dims (at 512 a warp's 16 output rows alone would take 256
+  // registers a lane): unsupported, before anything is allocated or launched.
+  for (data_type t : {data_type::f16, data_type::turbo3})
+    for (int d : {64, 512}) {
+      if (d == 64 && t != data_type::f16) continue;
+      attention_case c;
+      c.head_dim = d;
+      c.n_head = 4;
+      c.n_head_kv = 2;
+      c.n_q = 70;
+      c.n_kv = 333;
+      c.k_type = c.v_type = t;
+      INFO(c.describe());
+      attention_problem prob(c, rng);
+      arena_allocator none;  // an empty arena: any allocation would fail
+      CHECK(flash_attention(prob.device_params(), none, nullptr, forced(kernel_choice::mma)) == status::unsupported);
+    }
 }
 
 // Structured masks: the kernel reads each row's visible end from the mask and never loads the key

@@ -1,7 +1,7 @@
 // Prefill routes against ref::attention on identical quantized bytes, limit NMSE 1e-5: the TILE
 // kernel (inline dequantization) and the materialize route (f16 copy + f16 TILE), forced through
 // launch_options::kernel, on the prefill grids of test_grid.hpp (materialize on each grid's sampled
-// cases); the automatic routing; graph capture of prefill calls with the arena; a timing harness
+// cases) and TILE alone on the D = 512 grid; the automatic routing; graph capture of prefill calls with the arena; a timing harness
 // (hidden tag [.tile-timing]) for the pp512/2048/4096 comparison.
 #include "attention_problem.hpp"
 #include "test_grid.hpp"
@@ -37,9 +37,10 @@ void run_case(const attention_case& c, std::mt19937_64& rng, bool tile, bool mat
   }
 }
 
-// Runs every case of a grid on TILE, the sampled ones on materialize too.
+// Runs every case of a grid on TILE, the sampled ones on materialize too up to D = 256 (its head
+// dims; D = 512 there is checked to be unsupported in the routing test).
 void run_grid(const turbo3_test::case_grid& grid, std::mt19937_64& rng) {
-  for (const turbo3_test::grid_case& g : grid) run_case(g.c, rng, true, g.sampled);
+  for (const turbo3_test::grid_case& g : grid) run_case(g.c, rng, true, g.sampled && g.c.head_dim <= 256);
 }
 
 }  // namespace
@@ -51,6 +52,11 @@ TEST_CASE("TILE: the prefill route grids (seed, D=128 options, odd lengths, K/V 
 TEST_CASE("TILE: f16 at D=64", "[tile]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7c64);
   run_grid(turbo3_test::f16_d64_grid(), rng);
+}
+
+TEST_CASE("TILE: D=512 (every K/V pair, GQA 1/4/8, options, structured masks, two sequences)", "[tile]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x7512);
+  run_grid(turbo3_test::prefill_d512_grid(), rng);
 }
 
 // Structured masks: TILE reads each row's visible end from the mask and never loads the key tiles
@@ -70,7 +76,7 @@ TEST_CASE("TILE: structured masks (causal pattern, sliding window, hidden rows)"
 // tiles (visible ends).
 TEST_CASE("TILE: sanitizer subset", "[tile-san]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x75a);
-  run_grid(turbo3_test::sanitizer_grid({64, 128, 256}), rng);
+  run_grid(turbo3_test::sanitizer_grid({64, 128, 256, 512}), rng);
   run_grid(turbo3_test::causal_tiles_grid({data_type::turbo3}, {true}), rng);
 }
 
@@ -106,16 +112,23 @@ TEST_CASE("routing: n_q <= 2 to VEC, else MMA (NVIDIA) or TILE; workspace_bytes 
   attention_problem prob64(d64, rng);
   CHECK(turbo3::route(prob64.device_params(), launch_options{}) == kernel_choice::tile);
   CHECK(run_and_compare(prob64, none) <= nmse_limit);
-  // D = 512 prefill: no prefill route has it; automatic routing falls back to VEC
+  // D = 512: TILE takes prefill (no MMA kernel has the head dim), VEC a verify batch of up to 16
+  // queries (TILE has no key split); materialize stops at D = 256
   attention_case big = c;
   big.head_dim = 512;
   big.n_q = 5;
   big.n_kv = 100;
   attention_problem prob512(big, rng);
-  CHECK(flash_attention(prob512.device_params(), none, nullptr, forced(kernel_choice::tile)) == status::unsupported);
+  CHECK(turbo3::route(prob512.device_params(), launch_options{}) == kernel_choice::vec);
   CHECK(flash_attention(prob512.device_params(), none, nullptr, forced(kernel_choice::materialize)) ==
         status::unsupported);
+  CHECK(flash_attention(prob512.device_params(), none, nullptr, forced(kernel_choice::mma)) == status::unsupported);
   CHECK(run_and_compare(prob512) <= nmse_limit);
+  check_nmse(g_tile, run_and_compare(prob512, none, forced(kernel_choice::tile)), "tile " + big.describe());
+  big.n_q = 40;
+  attention_problem prob512_prefill(big, rng);
+  CHECK(turbo3::route(prob512_prefill.device_params(), launch_options{}) == kernel_choice::tile);
+  check_nmse(g_tile, run_and_compare(prob512_prefill, none), "automatic " + big.describe());
 }
 
 namespace {

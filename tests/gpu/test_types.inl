@@ -1,9 +1,10 @@
 // Every K/V pair of the five storage types (f16, turbo3, turbo4, turbo2, q8_0) at D = 128, 256 and
 // 512 through flash_attention's automatic route, against ref::attention on identical bytes (NMSE
-// limit 1e-5, output poisoned first). Pairs with a turbo4, turbo2 or q8_0 side go to the scalar
-// VEC kernel (decode, and prefill at D = 512) and to materialize (prefill at D = 128 and 256);
-// their small cases run the other of the two routes too, forced. The worst NMSE of each pair is
-// printed at exit ("types worst NMSE").
+// limit 1e-5, output poisoned first). Pairs with a turbo4, turbo2 or q8_0 side go to the VEC family
+// (decode, and prefill at D = 512: the warp kernel for the pairs of vec_warp_types, the turbo pairs
+// and q8_0 K with turbo3 V, up to 8 rows at D 128/256 on NVIDIA, the scalar kernel otherwise) and
+// to materialize (prefill at D = 128 and 256); their small cases run the other of the two routes
+// too, forced. The worst NMSE of each pair is printed at exit ("types worst NMSE").
 //
 // Included by test_vec.cu, not a translation unit of its own: every GPU test file that calls
 // flash_attention compiles every kernel (about 2.5 min of one core under nvcc).
@@ -164,4 +165,61 @@ TEST_CASE("types: 16 and 8 query rows per work-group", "[types]") {
       const std::vector<uint8_t> want = prob.reference();
       run_route(prob, want, ki, vi, {}, c.describe());
     }
+}
+
+// The warp decode kernel over the pairs it reads besides turbo3's (vec_warp_types): the
+// automatic route of one and two queries at GQA 1 and 4 takes it (up to 8 rows). Per pair: D 128
+// and 256, n_q 1 and 2, GQA 1 and 4, unmasked and masked (16 cases); 2, 3 or 8 KV heads (token
+// rows of 8 heads are 16-byte multiples: 16-byte staging, 8-byte where a head starts 2 bytes into
+// a word; 2 and 3 heads: 8-, 4- and 2-byte staging), head-major rows every fifth case (span
+// staging where rows are not 4-byte multiples), both rotation modes and Q types. q8_0 K rows are
+// 136 or 272 bytes, 2-byte aligned blocks (q8_0_warp_side's shifted word loads). Then the
+// deep-context shape (D = 256, one value column block, 65536 keys and more): 6 warps for turbo2, 4
+// for turbo4 and q8_0 K (vec_warp_warps).
+TEST_CASE("types: the warp decode kernel over turbo2 and turbo4 pairs and q8_0 keys", "[types][vec]") {
+  using namespace types_test;
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x3a4);
+  // (K, V) in all_types: turbo2, turbo4 and each with turbo3; q8_0 K with turbo3 V
+  const std::array<std::pair<int, int>, 7> pairs = {{{3, 3}, {1, 3}, {3, 1}, {2, 2}, {1, 2}, {2, 1}, {4, 1}}};
+  int variant = 0;
+  for (const auto& [ki, vi] : pairs)
+    for (int d : {128, 256})
+      for (int n_q : {1, 2})
+        for (int gqa : {1, 4})
+          for (bool masked : {false, true}) {
+            attention_case c;
+            c.k_type = all_types[ki];
+            c.v_type = all_types[vi];
+            c.head_dim = d;
+            c.n_q = n_q;
+            c.n_kv = 37 + 401 * (variant % 4);
+            c.n_head_kv = variant % 3 == 0 ? 3 : variant % 3 == 1 ? 8 : 2;
+            c.n_head = c.n_head_kv * gqa;
+            c.mask = masked;
+            c.sinks = variant % 6 == 1;
+            c.causal = n_q == 2;
+            c.kv_head_major = variant % 5 == 0;
+            c.library_rotates = variant % 4 != 3;
+            c.q_type = variant % 3 == 1 ? data_type::f16 : data_type::f32;
+            ++variant;
+            attention_problem prob(c, rng);
+            const std::vector<uint8_t> want = prob.reference();
+            INFO(c.describe());
+            CHECK(route(prob.device_params()) == kernel_choice::vec);
+            run_route(prob, want, ki, vi, {}, c.describe());
+          }
+  for (const auto& [ki, vi] : {std::pair<int, int>{3, 3}, std::pair<int, int>{2, 2}, std::pair<int, int>{4, 1}}) {
+    attention_case c;
+    c.k_type = all_types[ki];
+    c.v_type = all_types[vi];
+    c.head_dim = 256;
+    c.n_q = 1;
+    c.n_kv = 65536 + 37;
+    c.n_head_kv = 2;
+    c.n_head = 4;
+    c.mask = ki == 3;
+    attention_problem prob(c, rng);
+    const std::vector<uint8_t> want = prob.reference();
+    run_route(prob, want, ki, vi, {}, c.describe());
+  }
 }

@@ -160,8 +160,13 @@ TEST_CASE("routing: n_q <= 2 to VEC; prefill to MMA where the family runs it by 
   CHECK(turbo3::route(with_queries(with_head_dim(decode, data_type::f16, 128), 40), {}) == prefill_default);
   // f16 D = 64: MMA does not cover it, TILE does
   CHECK(turbo3::route(with_queries(with_head_dim(decode, data_type::f16, 64), 40), {}) == kernel_choice::tile);
-  // D = 512: no prefill kernel has it, VEC serves any n_q
-  CHECK(turbo3::route(with_queries(with_head_dim(decode, data_type::turbo3, 512), 40), {}) == kernel_choice::vec);
+  // D = 512: no MMA kernel has it; TILE takes prefill, VEC verify batches (up to 16 queries)
+  for (data_type t : {data_type::turbo3, data_type::f16}) {
+    CHECK(turbo3::route(with_queries(with_head_dim(decode, t, 512), 40), {}) == kernel_choice::tile);
+    CHECK(turbo3::route(with_queries(with_head_dim(decode, t, 512), 17), {}) == kernel_choice::tile);
+    CHECK(turbo3::route(with_queries(with_head_dim(decode, t, 512), 16), {}) == kernel_choice::vec);
+    CHECK(turbo3::route(with_queries(with_head_dim(decode, t, 512), 3), {}) == kernel_choice::vec);
+  }
   // a forced kernel is taken as given
   for (kernel_choice k : {kernel_choice::vec, kernel_choice::tile, kernel_choice::materialize, kernel_choice::mma}) {
     launch_options opt;
@@ -169,6 +174,92 @@ TEST_CASE("routing: n_q <= 2 to VEC; prefill to MMA where the family runs it by 
     CHECK(turbo3::route(decode, opt) == k);
     CHECK(turbo3::route(with_queries(decode, 40), opt) == k);
   }
+}
+
+// D = 512 with f16 and turbo3 K/V: TILE serves prefill (forced or automatic), VEC decode and verify
+// batches, materialize and MMA refuse it; K and V of different head dims (512 and 256) are
+// unsupported on every family, before any allocation or launch.
+TEST_CASE("D = 512: TILE serves prefill, VEC decode and verify batches; D_k != D_v unsupported", "[routing]") {
+  constexpr int64_t n_kv = 40, H = 8, HKV = 2;
+  std::vector<float> q, out;
+  std::vector<uint8_t> k, v;
+  auto problem = [&](data_type kt, int64_t dk, data_type vt, int64_t dv, int64_t n_q) {
+    q.assign(static_cast<size_t>(dk * n_q * H), 0.5f);
+    out.assign(static_cast<size_t>(dv * n_q * H), 0.0f);
+    k.assign(row_bytes(kt, dk) * n_kv * HKV, 0);
+    v.assign(row_bytes(vt, dv) * n_kv * HKV, 0);
+    attention_params p;
+    p.q.data = q.data(); p.q.type = data_type::f32;
+    p.q.ne[0] = dk; p.q.ne[1] = n_q; p.q.ne[2] = H; p.q.ne[3] = 1;
+    p.q.nb[1] = dk * 4; p.q.nb[2] = p.q.nb[1] * n_q; p.q.nb[3] = p.q.nb[2] * H;
+    for (tensor_view* t : {&p.k, &p.v}) {
+      const bool is_k = t == &p.k;
+      t->data = is_k ? k.data() : v.data();
+      t->type = is_k ? kt : vt;
+      t->ne[0] = is_k ? dk : dv; t->ne[1] = n_kv; t->ne[2] = HKV; t->ne[3] = 1;
+      t->nb[1] = row_bytes(t->type, t->ne[0]); t->nb[2] = t->nb[1] * n_kv; t->nb[3] = t->nb[2] * HKV;
+    }
+    p.out.data = out.data(); p.out.type = data_type::f32;
+    p.out.ne[0] = dv; p.out.ne[1] = n_q; p.out.ne[2] = H; p.out.ne[3] = 1;
+    p.out.nb[1] = dv * 4; p.out.nb[2] = p.out.nb[1] * n_q; p.out.nb[3] = p.out.nb[2] * H;
+    p.scale = 0.1f;
+    return p;
+  };
+  auto forced_kernel = [](kernel_choice kernel) {
+    launch_options opt;
+    opt.kernel = kernel;
+    return opt;
+  };
+  for (data_type kt : {data_type::f16, data_type::turbo3})
+    for (data_type vt : {data_type::f16, data_type::turbo3})
+      for (int64_t n_q : {1, 2, 3, 16, 17, 40}) {
+        INFO("k " << to_string(kt) << " v " << to_string(vt) << " n_q " << n_q);
+        const attention_params p = problem(kt, 512, vt, 512, n_q);
+        REQUIRE(validate(p) == status::ok);
+        CHECK(detail::tile_supported(p) == status::ok);
+        CHECK(detail::vec_supported(p) == status::ok);
+        CHECK(detail::mma_supported(p) == status::unsupported);
+        CHECK(detail::materialize_supported(p) == status::unsupported);
+        CHECK(turbo3::route(p) == (n_q <= 16 ? kernel_choice::vec : kernel_choice::tile));
+        CHECK(supported(p) == status::ok);
+        CHECK(supported(p, forced_kernel(kernel_choice::tile)) == status::ok);
+        CHECK(supported(p, forced_kernel(kernel_choice::vec)) == status::ok);
+        CHECK(workspace_bytes(p, forced_kernel(kernel_choice::tile)) == 0);  // TILE keeps no temporaries
+        for (kernel_choice kernel : {kernel_choice::mma, kernel_choice::materialize}) {
+          CHECK(supported(p, forced_kernel(kernel)) == status::unsupported);
+          CHECK(workspace_bytes(p, forced_kernel(kernel)) == 0);
+        }
+      }
+  // D_k = 512 with D_v = 256 and the reverse: no family has a kernel for two head dims.
+  for (data_type t : {data_type::f16, data_type::turbo3})
+    for (int64_t n_q : {1, 40})
+      for (bool k_wider : {true, false}) {
+        const int64_t dk = k_wider ? 512 : 256, dv = k_wider ? 256 : 512;
+        INFO("type " << to_string(t) << " D_k " << dk << " D_v " << dv << " n_q " << n_q);
+        const attention_params p = problem(t, dk, t, dv, n_q);
+        REQUIRE(validate(p) == status::ok);
+        CHECK(detail::tile_supported(p) == status::unsupported);
+        CHECK(detail::vec_supported(p) == status::unsupported);
+        CHECK(detail::mma_supported(p) == status::unsupported);
+        CHECK(detail::materialize_supported(p) == status::unsupported);
+        CHECK(supported(p) == status::unsupported);
+        for (kernel_choice kernel :
+             {kernel_choice::automatic, kernel_choice::vec, kernel_choice::tile, kernel_choice::materialize,
+              kernel_choice::mma}) {
+          const launch_options opt = forced_kernel(kernel);
+          CHECK(supported(p, opt) == status::unsupported);
+          CHECK(workspace_bytes(p, opt) == 0);
+          std::memset(out.data(), 0xff, out.size() * sizeof(float));
+          tripwire_allocator alloc;
+          CHECK(flash_attention(p, alloc, nullptr, opt) == status::unsupported);
+          CHECK(alloc.calls == 0);
+          CHECK(std::all_of(out.begin(), out.end(), [](float x) {
+            uint32_t b;
+            std::memcpy(&b, &x, 4);
+            return b == 0xffffffffu;
+          }));
+        }
+      }
 }
 
 // The MMA kernel's 16-byte staged copies read whole segments past a row unless the segment would
@@ -420,10 +511,11 @@ TEST_CASE("write_rows refuses unknown codebooks, sizes that overflow and overlap
   CHECK(cache == before);
 }
 
-// turbo4, turbo2 and q8_0 K/V are read by the scalar VEC kernel (any head dim it has) and by
-// materialize (D 128 and 256), and only by those: the automatic route sends decode and D = 512 to
-// VEC and other prefill to materialize; TILE and MMA, forced, report unsupported before any
-// allocation or launch, and their size queries say 0.
+// turbo4, turbo2 and q8_0 K/V are read by the VEC kernels (the scalar one at any head dim it has,
+// the warp one for the pairs of vec_warp_types on NVIDIA) and by materialize (D 128 and 256),
+// and only by those: the automatic route sends decode and D = 512 to VEC and other prefill to
+// materialize; TILE and MMA, forced, report unsupported before any allocation or launch, and their
+// size queries say 0.
 TEST_CASE("turbo4, turbo2 and q8_0 K or V: VEC and materialize serve them, TILE and MMA refuse", "[bad_input][types]") {
   constexpr int64_t n_kv = 64, H = 8, HKV = 2;
   const data_type new_types[] = {data_type::turbo4, data_type::turbo2, data_type::q8_0};

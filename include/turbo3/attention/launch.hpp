@@ -123,13 +123,16 @@ inline kernel_choice route_on(const attention_params& p, const launch_options& o
   }
   const bool nvidia = mma_by_default(platform::device_family(device));
   if (nvidia && vec_takes_verify_batch(p)) return kernel_choice::vec;
-  // Verify batches over turbo4, turbo2 or q8_0: materialize would copy the whole cache to f16 for a
-  // few rows (n_kv x D x 4 bytes per KV head of workspace), so the decode kernel takes them.
-  if (!tile_types && p.n_q() <= vec_verify_max_queries && vec_supported(p) == status::ok) return kernel_choice::vec;
+  // Verify batches the decode kernel takes: over turbo4, turbo2 or q8_0, materialize would copy the
+  // whole cache to f16 for a few rows (n_kv x D x 4 bytes per KV head of workspace); at D = 512,
+  // TILE (no MMA kernel has that head dim) has no key split, so a few rows per KV head would walk
+  // every key in one or two work-groups, where VEC splits the keys over the device.
+  const bool verify_on_vec = !tile_types || p.head_dim_k() == 512;
+  if (verify_on_vec && p.n_q() <= vec_verify_max_queries && vec_supported(p) == status::ok) return kernel_choice::vec;
   if (nvidia && mma_supported(p) == status::ok) return kernel_choice::mma;
   if (tile_supported(p) == status::ok) return kernel_choice::tile;
   if (materialize_supported(p) == status::ok) return kernel_choice::materialize;
-  return kernel_choice::vec;  // head dims neither prefill route has (512): VEC still serves them
+  return kernel_choice::vec;  // turbo4, turbo2 and q8_0 prefill at D = 512 (materialize stops at 256)
 }
 
 // f(Family{}) for the family of a route.
@@ -231,9 +234,10 @@ TURBO3_KERNEL_ENTRY status init(int device) {
   if (!on_device.ok()) return status::runtime_error;
   (void)platform::device_family(device);
   (void)platform::warpgroup_mma_available(device);
-  // q8_0 stands for every pair with a turbo4, turbo2 or q8_0 side: they share one kernel per head
-  // dim and row count (kv::any_loader).
-  const data_type types[3] = {data_type::f16, data_type::turbo3, data_type::q8_0};
+  // Scalar kernels: q8_0 stands for every pair with a turbo4, turbo2 or q8_0 side (one kernel per
+  // head dim and row count, kv::any_loader, each queried once); warp kernels: a kernel per pair of
+  // vec_warp_types (the turbo pairs, q8_0 K with turbo3 V).
+  const data_type types[5] = {data_type::f16, data_type::turbo3, data_type::turbo4, data_type::turbo2, data_type::q8_0};
   for (int d : {64, 128, 256, 512})
     for (data_type k : types)
       for (data_type v : types) {

@@ -76,12 +76,17 @@ inline materialize_plan make_materialize_plan(const attention_params& p) {
   return m;
 }
 
+// The head dims materialize takes: the f16 TILE kernel's up to 256. At D = 512 the prefill of
+// turbo4, turbo2 and q8_0 K/V stays on the scalar VEC kernel, which needs no workspace, until the
+// two are measured against each other (the copy would take n_kv x 1 KB per KV head and view).
+TURBO3_HD constexpr bool materialize_head_dim(int d) { return tile_head_dim(d) && d <= 256; }
+
 // Whether the materialize route takes these (validated) params: any K/V type pair (every one has a
-// loader for the copy), the f16 TILE kernel's head dims.
+// loader for the copy), materialize_head_dim.
 inline status materialize_supported(const attention_params& p) {
   if (!has_kernel_loader(p.k.type) || !has_kernel_loader(p.v.type)) return status::unsupported;
   const int64_t d = p.head_dim_k();
-  if (d != p.head_dim_v() || !tile_head_dim(static_cast<int>(d))) return status::unsupported;
+  if (d != p.head_dim_v() || !materialize_head_dim(static_cast<int>(d))) return status::unsupported;
   if (p.n_seq() > 65535 || p.n_head() > 65535 || !prefill_grid_fits(p)) return status::unsupported;
   if (!dense_copy_fits(p.k) || !dense_copy_fits(p.v)) return status::unsupported;
   return status::ok;

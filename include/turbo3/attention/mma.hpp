@@ -142,6 +142,8 @@ TURBO3_HD constexpr mma_shape mma_table(platform::arch_family f, int d) {
 }
 
 TURBO3_HD constexpr int family_wave(platform::arch_family f) { return f == platform::arch_family::cdna3 ? 64 : 32; }
+// Not 512: a warp's 16 output rows would take 256 accumulator registers a lane (docs/performance.md,
+// MMA); TILE serves D = 512.
 TURBO3_HD constexpr bool mma_head_dim(int d) { return d == 128 || d == 256; }
 
 template <int D, int WARPS, int KEYS, int WAVE, int RESIDENT, bool PREFETCH, int BATCH, bool STAGED, bool DOUBLE,

@@ -13,9 +13,10 @@ enum class kernel_choice {
   automatic,    // n_q <= 2 (and turbo3 verify batches of <= 8 rows per KV head on NVIDIA): vec; else mma
                 // where the device runs it by default and the shape is covered, else tile where it
                 // applies, else materialize, else vec (turbo4, turbo2 or q8_0 K/V: vec up to
-                // vec_verify_max_queries rows and at D = 512, else materialize)
+                // vec_verify_max_queries rows and at D = 512, else materialize; D = 512 with f16 and
+                // turbo3 K/V: vec up to vec_verify_max_queries rows, else tile)
   vec,          // force the decode kernel for any n_q (the "VEC for prefill" baseline)
-  tile,         // force the scalar prefill kernel
+  tile,         // force the scalar prefill kernel (D 64/128/256/512)
   materialize,  // force dequantize-to-f16 then the f16 prefill kernel
   mma,          // force the matrix-core prefill kernel (D 128/256)
 };
@@ -23,11 +24,12 @@ enum class kernel_choice {
 // Which decode (VEC) kernel runs. Each falls back to `scalar` where it does not apply.
 enum class vec_variant {
   automatic,  // `warp` where it applies, else `scalar`
-  scalar,     // FMA kernel: every head dim, K/V type pair and row count (the only one for turbo4,
-              // turbo2 and q8_0 K/V)
+  scalar,     // FMA kernel: every head dim, K/V type pair and row count (the only one for q8_0
+              // V, for q8_0 K with other than turbo3 V and for turbo4 with turbo2)
   matrix,     // block-synchronous matrix-instruction kernel (NVIDIA; D 128/256, up to 8 rows)
-  warp,       // warp-owned key ranges, asynchronous staging, matrix instructions (NVIDIA; turbo3
-              // K and V, D 128/256, up to 8 rows)
+  warp,       // warp-owned key ranges, asynchronous staging, matrix instructions (NVIDIA; K and
+              // V each turbo3, turbo2 or turbo4, one type or turbo3 with another, or q8_0 K with
+              // turbo3 V; D 128/256, up to 8 rows)
 };
 
 // Which matrix-core prefill (MMA) kernel runs. `warpgroup` falls back to `fragment` where it does

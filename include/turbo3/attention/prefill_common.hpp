@@ -290,7 +290,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE float prefill_group_sum(float v, int width) {
 
 // ---- host side: support, grid, launch -------------------------------------------------------------
 
-// Query rows per work-group of the smallest prefill configuration: TILE takes 32 or 64, MMA 16 per
+// Query rows per work-group of the smallest prefill configuration: TILE takes 16 to 64, MMA 16 per
 // warp, the warpgroup kernels 64 or more. Fewer rows per work-group give more work-groups, so a
 // grid that fits with this many fits with every configuration.
 inline constexpr int prefill_min_rows = 16;

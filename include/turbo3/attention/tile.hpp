@@ -9,11 +9,11 @@
 //   3. Online softmax in float32, base 2: softcap, mask (ALiBi slope), causal window, per row.
 //   4. V is dequantized into the same shared tile; O += P V on register-blocked micro-tiles.
 // The epilogue adds sinks, normalizes, un-rotates (V turbo3 and the library un-rotates) and stores.
-// Overlapped shapes (tile_shape::overlapped; NVIDIA D = 256) keep K and V in tiles of their own
-// and move steps 1 and 4 into the multiplies: V of a tile is decoded, a chunk at a time, between
-// runs of its score loop, and K of the next tile between runs of the P V loop, so the unpack issues
-// among the FMAs (whose shared-memory waits leave issue slots free) instead of alone between two
-// barriers (docs/performance.md, TILE).
+// Overlapped shapes (tile_shape::overlapped; NVIDIA D = 256 and 512) keep K and V in tiles of
+// their own and move steps 1 and 4 into the multiplies: V of a tile is decoded, a chunk at a time,
+// between runs of its score loop, and K of the next tile between runs of the P V loop, so the
+// unpack issues among the FMAs (whose shared-memory waits leave issue slots free) instead of alone
+// between two barriers (docs/performance.md, TILE).
 // Key tiles past the last key any row may see (causal window; with a mask, each row's last key
 // that is not -inf, read up front) are never loaded.
 // Tile shapes (threads, rows, keys, micro-tiles) come from a per-architecture-family table.
@@ -54,10 +54,10 @@ struct tile_shape {
 
 // Per architecture family and head dim. Shared memory: float32 Q tile [rows][D+4], one K/V tile
 // [keys][D+4] (K, then V; overlapped: a K tile and a V tile), the score/probability tile
-// [keys][rows+4] and one float per row. Overlapped (NVIDIA D = 256, 212 KB): V of a tile is
-// decoded into its own tile while the scores multiply, K of the next tile while P V multiplies, so
-// the unpack's integer instructions issue between the FMAs instead of in a phase of their own
-// between two barriers (three barriers per tile instead of four).
+// [keys][rows+4] and one float per row. Overlapped (NVIDIA D = 256 and 512, 212 and 198 KB): V of
+// a tile is decoded into its own tile while the scores multiply, K of the next tile while P V
+// multiplies, so the unpack's integer instructions issue between the FMAs instead of in a phase of
+// their own between two barriers (three barriers per tile instead of four).
 // NVIDIA D = 256: 64 rows x 64 keys with 4x4 score and 8x8 output micro-tiles, one 256-thread
 // work-group per SM (registers uncapped), faster than 64 x 32 at two work-groups per SM, where the
 // 128-register cap spills the f16 kernels (docs/performance.md, TILE); D = 128 and 64 keep two
@@ -65,6 +65,11 @@ struct tile_shape {
 // rows at 32 and keys at 16 for that; D = 64 takes 32-key tiles (64-key tiles spilled 10-11 VGPRs
 // on RDNA and 17 SGPRs on CDNA3). CDNA3 differs from RDNA only where wave64 needs another lane
 // layout (D = 256). AMD shapes are compile-checked (tests/amd/RESOURCES.md), not yet timed.
+// D = 512 (Gemma's global layers) keeps D = 256's 64 output accumulators per thread by halving the
+// rows. NVIDIA: 32 rows x 32 keys, overlapped like D = 256 (202,880 bytes); 64 rows would need 128
+// accumulators per thread, and their overlapped tiles do not fit 227 KB. AMD, every family: 16 rows
+// x 8 keys (50,240 bytes; 16 x 16 would take 67,392), so a tile's 128 scores are one per thread;
+// the 8x8 output grid reads whole V rows in wave32 and wave64 alike. Not yet timed anywhere.
 TURBO3_HD constexpr tile_shape tile_table(platform::arch_family f, int d) {
   tile_shape s;
   if (f == platform::arch_family::nvidia && d == 64) {
@@ -89,12 +94,23 @@ TURBO3_HD constexpr tile_shape tile_table(platform::arch_family f, int d) {
     s.resident = 2;
     s.pipelined = false;
     s.overlapped = false;
-  } else if (f == platform::arch_family::nvidia) {  // D = 256
+  } else if (f == platform::arch_family::nvidia && d == 256) {
     s.threads = 256;
     s.rows = 64;
     s.keys = 64;
     s.s_rows = 4;
     s.s_keys = 4;
+    s.o_rows = 8;
+    s.o_dims = 8;
+    s.resident = 1;
+    s.pipelined = true;
+    s.overlapped = true;
+  } else if (f == platform::arch_family::nvidia) {  // D = 512
+    s.threads = 256;
+    s.rows = 32;
+    s.keys = 32;
+    s.s_rows = 2;
+    s.s_keys = 2;
     s.o_rows = 8;
     s.o_dims = 8;
     s.resident = 1;
@@ -133,6 +149,17 @@ TURBO3_HD constexpr tile_shape tile_table(platform::arch_family f, int d) {
     s.resident = 1;
     s.pipelined = false;
     s.overlapped = false;
+  } else if (d == 512) {  // AMD
+    s.threads = 128;
+    s.rows = 16;
+    s.keys = 8;
+    s.s_rows = 1;
+    s.s_keys = 1;
+    s.o_rows = 8;
+    s.o_dims = 8;
+    s.resident = 1;
+    s.pipelined = true;
+    s.overlapped = false;
   } else {  // RDNA, D = 256
     s.threads = 128;
     s.rows = 32;
@@ -148,7 +175,7 @@ TURBO3_HD constexpr tile_shape tile_table(platform::arch_family f, int d) {
   return s;
 }
 
-TURBO3_HD constexpr bool tile_head_dim(int d) { return d == 64 || d == 128 || d == 256; }
+TURBO3_HD constexpr bool tile_head_dim(int d) { return d == 64 || d == 128 || d == 256 || d == 512; }
 
 template <int D, int THREADS, int ROWS, int KEYS, int S_ROWS, int S_KEYS, int O_ROWS, int O_DIMS, int RESIDENT,
           bool PIPELINED = false, bool OVERLAPPED = false>
@@ -196,12 +223,14 @@ template <platform::arch_family F>
 constexpr bool tile_fits_lds() {
   return tile_config_for<64, F>::smem_bytes <= platform::amd_max_lds_bytes &&
          tile_config_for<128, F>::smem_bytes <= platform::amd_max_lds_bytes &&
-         tile_config_for<256, F>::smem_bytes <= platform::amd_max_lds_bytes;
+         tile_config_for<256, F>::smem_bytes <= platform::amd_max_lds_bytes &&
+         tile_config_for<512, F>::smem_bytes <= platform::amd_max_lds_bytes;
 }
 static_assert(tile_fits_lds<platform::arch_family::rdna4>() && tile_fits_lds<platform::arch_family::rdna3>() &&
                   tile_fits_lds<platform::arch_family::cdna3>(),
               "an AMD tile shape needs more than 64 KB of LDS");
-static_assert(tile_config_for<256, platform::arch_family::nvidia>::smem_bytes <= platform::nvidia_max_shared_bytes,
+static_assert(tile_config_for<256, platform::arch_family::nvidia>::smem_bytes <= platform::nvidia_max_shared_bytes &&
+                  tile_config_for<512, platform::arch_family::nvidia>::smem_bytes <= platform::nvidia_max_shared_bytes,
               "an NVIDIA tile shape needs more than 227 KB of shared memory");
 
 // ---- device helpers ------------------------------------------------------------------------------
@@ -716,7 +745,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
 
 // ---- host side: support, dispatch ------------------------------------------------------------------
 
-// Whether the TILE kernel takes these (validated) params: D_k == D_v in {64, 128, 256} (64 only
+// Whether the TILE kernel takes these (validated) params: D_k == D_v in {64, 128, 256, 512} (64 only
 // with f16 K and V), f16 K/V rows 16-byte aligned, grid dimensions within the hardware limits.
 inline status tile_supported(const attention_params& p) {
   if (!has_tile_loader(p.k.type) || !has_tile_loader(p.v.type)) return status::unsupported;
@@ -775,6 +804,11 @@ inline status launch_tile(const attention_params& p, data_type k_was, data_type 
       if (kt) return launch_tile_family<256, T3, F16>(a, f, device, stream);
       if (vt) return launch_tile_family<256, F16, T3>(a, f, device, stream);
       return launch_tile_family<256, F16, F16>(a, f, device, stream);
+    case 512:
+      if (kt && vt) return launch_tile_family<512, T3, T3>(a, f, device, stream);
+      if (kt) return launch_tile_family<512, T3, F16>(a, f, device, stream);
+      if (vt) return launch_tile_family<512, F16, T3>(a, f, device, stream);
+      return launch_tile_family<512, F16, F16>(a, f, device, stream);
     default:
       return status::unsupported;
   }

@@ -75,23 +75,41 @@ void with_vec_kernel(const vec_plan& plan, data_type k, data_type v, bool masked
   using T3 = kv::turbo3_loader;
   using F16 = kv::f16_loader;
   if constexpr (platform::has_mma_m16n8k16 && vec_warp_head_dim(D)) {
-    if (plan.variant == vec_variant::warp) {
-      auto with_shape = [&](auto col_blocks, auto warps) {
-        constexpr int COL_BLOCKS = decltype(col_blocks)::value, W = decltype(warps)::value;
-        using C = vec_warp_config<D, W>;
-        if (masked) f(kernel_constant<&vec_warp_kernel<D, true, COL_BLOCKS, W>, C::threads, C::smem_bytes>{});
-        else f(kernel_constant<&vec_warp_kernel<D, false, COL_BLOCKS, W>, C::threads, C::smem_bytes>{});
-      };
-      using one = std::integral_constant<int, 1>;
-      using four = std::integral_constant<int, 4>;
-      if (plan.warp_col_blocks == 1) {
-        if constexpr (D == 256) {
-          if (plan.warp_warps == vec_warp_deep_warps) return with_shape(one{}, std::integral_constant<int, vec_warp_deep_warps>{});
+    if (plan.variant == vec_variant::warp && vec_warp_types(k, v)) {
+      auto with_sides = [&](auto k_side, auto v_side) {
+        using KS = decltype(k_side);
+        using VS = decltype(v_side);
+        auto with_shape = [&](auto col_blocks, auto warps) {
+          constexpr int COL_BLOCKS = decltype(col_blocks)::value, W = decltype(warps)::value;
+          using C = vec_warp_config<D, W, KS, VS>;
+          if (masked) f(kernel_constant<&vec_warp_kernel<D, true, COL_BLOCKS, W, KS, VS>, C::threads, C::smem_bytes>{});
+          else f(kernel_constant<&vec_warp_kernel<D, false, COL_BLOCKS, W, KS, VS>, C::threads, C::smem_bytes>{});
+        };
+        using one = std::integral_constant<int, 1>;
+        using four = std::integral_constant<int, 4>;
+        if (plan.warp_col_blocks == 1) {
+          if constexpr (D == 256 && vec_warp_deep_types(KS::type, VS::type)) {
+            if (plan.warp_warps == vec_warp_deep_warps)
+              return with_shape(one{}, std::integral_constant<int, vec_warp_deep_warps>{});
+          }
+          with_shape(one{}, four{});
+        } else {
+          with_shape(std::integral_constant<int, 2>{}, four{});
         }
-        with_shape(one{}, four{});
-      } else {
-        with_shape(std::integral_constant<int, 2>{}, four{});
-      }
+      };
+      using T3 = turbo3_warp_side;
+      using T2 = turbo2_warp_side;
+      using T4 = turbo4_warp_side;
+      using Q8 = q8_0_warp_side;
+      const data_type t3 = data_type::turbo3, t2 = data_type::turbo2, t4 = data_type::turbo4, q8 = data_type::q8_0;
+      if (k == t3 && v == t3) with_sides(T3{}, T3{});
+      else if (k == t2 && v == t2) with_sides(T2{}, T2{});
+      else if (k == t3 && v == t2) with_sides(T3{}, T2{});
+      else if (k == t2 && v == t3) with_sides(T2{}, T3{});
+      else if (k == t4 && v == t4) with_sides(T4{}, T4{});
+      else if (k == t3 && v == t4) with_sides(T3{}, T4{});
+      else if (k == t4 && v == t3) with_sides(T4{}, T3{});
+      else if (k == q8 && v == t3) with_sides(Q8{}, T3{});
       return;
     }
   }
@@ -157,8 +175,10 @@ void with_vec_head_dim(int head_dim, F&& f) {
 
 // Work-groups of a plan's kernel resident per multiprocessor of `device` (registers and shared
 // memory decide it, and they differ between kernels and architectures: f16 at D = 256 fits 3 on an
-// H200, D = 512 2), queried once per kernel and device. Dynamic shared memory past 48 KB is
-// allowed first (raise_smem_limit, per device: the attribute applies to the current device only).
+// H200, D = 512 2), queried once per kernel and device. A kernel's dynamic shared memory is allowed
+// first (raise_smem_limit, per device: the attribute applies to the current device only), whatever
+// its size: the 48 KB a launch gets without it include the kernel's static shared memory, which
+// put the warp kernel's 48 KB q8_0 ring (16 bytes static) past the limit.
 // 0 where the device refuses the shared memory, so the planner never picks a kernel that cannot
 // launch. A failed query is not kept: vec_target_blocks_per_sm this time, asked again next time.
 // The queries run with `device` current (device_guard: no runtime call where it already is).
@@ -169,7 +189,7 @@ int resident_blocks_of(int device) {
   const bool known = resident.get(device, n, [&](int& blocks) {
     const platform::device_guard on_device(device);
     if (!on_device.ok()) return false;
-    if (K::smem_bytes > 48 * 1024 && !platform::raise_smem_limit(K::value, K::smem_bytes)) {
+    if (K::smem_bytes > 0 && !platform::raise_smem_limit(K::value, K::smem_bytes)) {
       blocks = 0;
       return true;
     }
@@ -211,12 +231,13 @@ inline vec_row_layout vec_rows_of(const attention_params& p) {
 // The launch limit of a grid's y and z dimensions (x: 2^31 - 1).
 inline constexpr int64_t max_grid_yz = 65535;
 
-// Whether the VEC kernels take these (validated) params: any K/V type pair (turbo4, turbo2 and q8_0
-// sides through the scalar kernel only), head dims 128, 256, 512 and 64 (f16 K and V only: q8_0 at
-// D = 64 decodes through materialize, launch.hpp's route_on), f16 rows 16-byte aligned,
-// GQA <= 64, and grids within the launch limits: the decode kernel's (splits <= 256, KV heads x
-// head splits, sequences x query tiles) and the combine kernel's (queries x slices, n_head, n_seq;
-// its x stays far below 2^31 once sequences x query tiles fits).
+// Whether the VEC kernels take these (validated) params: any K/V type pair (the pairs outside
+// vec_warp_types, e.g. q8_0 V or turbo4 with turbo2, through the scalar kernel only), head dims
+// 128, 256, 512 and 64 (f16 K and V only: q8_0 at D = 64 decodes through materialize, launch.hpp's
+// route_on), f16 rows 16-byte aligned, GQA <= 64, and grids within the launch limits: the decode
+// kernel's (splits <= 256, KV heads x head splits, sequences x query tiles) and the combine
+// kernel's (queries x slices, n_head, n_seq; its x stays far below 2^31 once sequences x query
+// tiles fits).
 inline status vec_supported(const attention_params& p) {
   if (!has_kernel_loader(p.k.type) || !has_kernel_loader(p.v.type)) return status::unsupported;
   const int64_t dk = p.head_dim_k(), dv = p.head_dim_v();
@@ -270,17 +291,18 @@ inline vec_plan make_vec_plan(const attention_params& p, const launch_options& o
   plan.ncols = l.ncols;
   plan.rows = next_pow2(heads_per_block * plan.ncols);
   const bool mma_rows = platform::has_mma_m16n8k16 && vec_mma_head_dim(plan.head_dim) && plan.rows <= vec_mma_rows;
-  const bool turbo3_kv = p.k.type == data_type::turbo3 && p.v.type == data_type::turbo3;
-  // The matrix and warp kernels read f16 and turbo3 only; other types take the scalar kernel.
+  // The matrix kernel reads f16 and turbo3 only, the warp kernel the pairs of vec_warp_types (the
+  // turbo pairs, q8_0 K with turbo3 V); other pairs take the scalar kernel.
+  const bool warp_types = vec_warp_types(p.k.type, p.v.type);
   const bool tile_types = has_tile_loader(p.k.type) && has_tile_loader(p.v.type);
   if (opt.vec == vec_variant::matrix && mma_rows && tile_types) {
     plan.variant = vec_variant::matrix;
     plan.rows = vec_mma_rows;
-  } else if ((opt.vec == vec_variant::automatic || opt.vec == vec_variant::warp) && mma_rows && turbo3_kv &&
+  } else if ((opt.vec == vec_variant::automatic || opt.vec == vec_variant::warp) && mma_rows && warp_types &&
              vec_warp_head_dim(plan.head_dim)) {
     plan.variant = vec_variant::warp;
     plan.warp_col_blocks = heads_per_block * plan.ncols <= 4 ? 1 : 2;
-    plan.warp_warps = vec_warp_warps(plan.head_dim, plan.warp_col_blocks, p.n_kv());
+    plan.warp_warps = vec_warp_warps(plan.head_dim, plan.warp_col_blocks, p.n_kv(), p.k.type, p.v.type);
     // 6 warps take 64.5 KB of shared memory: where the device refuses it, 4.
     if (plan.warp_warps != 4 && vec_resident_blocks(plan, p.k.type, p.v.type, p.mask.data != nullptr, device) == 0)
       plan.warp_warps = 4;

@@ -1,4 +1,4 @@
-// VEC for turbo3 K and V on matrix instructions, with warps that own their keys end to end.
+// VEC for turbo K and V on matrix instructions, with warps that own their keys end to end.
 //
 // The block-synchronous VEC kernels stall on their loads: every tile passes three work-group
 // barriers, so no warp runs ahead and the loads of one tile never overlap the math of another.
@@ -25,12 +25,16 @@
 // kk + 4 of chunk g of block b. Transposing V instead (pairs across two keys, as the values' K
 // index runs along keys) takes a fifth more byte permutes and twice the accumulators, and is
 // slower at every depth (docs/performance.md, decode).
-// Up to 8 query rows (heads of a GQA group x queries); turbo3 K and V; D = 128 or 256.
+// Up to 8 query rows (heads of a GQA group x queries); D = 128 or 256. K and V are each read
+// through the "side" of their storage type (vec_warp_sides.hpp; the pairs: vec_warp_types): the
+// staged row layout, the fragments' slot order and the decode come from the side, the rest is
+// common.
 #pragma once
 
 #include <type_traits>
 
 #include "turbo3/attention/vec.hpp"
+#include "turbo3/attention/vec_warp_sides.hpp"
 #include "turbo3/platform/async_copy.hpp"
 #include "turbo3/platform/fragment.hpp"
 #include "turbo3/platform/mma.hpp"
@@ -47,24 +51,47 @@ inline constexpr int vec_warp_rows = 8;  // the fragment's N
 // (docs/performance.md, decode). 198 / 239 registers at D = 256 with 1 / 2 value column blocks
 // (2 fit), 159-163 with 6 warps (2 fit), 140-164 at D = 128 (3 fit).
 inline constexpr int vec_warp_min_blocks = 2;
+// A turbo4 side at D = 128 takes 173-188 registers compiled for 2 (its decode's sign and magnitude
+// lookups), a q8_0 K side up to 173: compiled for 3, as turbo3 fits at D = 128.
+template <int D, class KS, class VS>
+inline constexpr int vec_warp_min_blocks_of =
+    D == 128 && (KS::type == data_type::turbo4 || VS::type == data_type::turbo4 || KS::type == data_type::q8_0)
+        ? 3
+        : vec_warp_min_blocks;
 // Keys per unit of a split (one 16-key group per warp): finer than vec_tile, so short contexts
 // still spread over a full wave of work-groups. The split count sets how many work-groups share a
 // row set; which keys each takes is decided at run time, in chunks of vec_warp_chunk_groups groups
 // (at least 2: a warp holds the chunks of its two newest ring slots).
 TURBO3_HD constexpr int vec_warp_split_keys(int warps) { return 16 * warps; }
 inline constexpr int vec_warp_chunk_groups = 2;
-// Warps per work-group: 4, or at D = 256 with one value column block and at least
-// vec_warp_deep_keys keys, 6 (two work-groups per SM at 168 registers: 3 warps per scheduler
-// instead of 2, without the early V decode). 6 warps pay off only in long contexts: a warp's last
-// chunk takes longer at 3 per scheduler, and short contexts leave warps idle (docs/performance.md,
-// decode).
+// Warps per work-group: 4, or at D = 256 with one value column block, at least
+// vec_warp_deep_keys keys and turbo3 or turbo2 sides (vec_warp_i8_type: a turbo4 K has no integer
+// scores, and a turbo4 V's decode spills at 168 registers), 6 (two work-groups per SM at 168
+// registers: 3 warps per scheduler instead of 2, without the early V decode). 6 warps pay off only
+// in long contexts: a warp's last chunk takes longer at 3 per scheduler, and short contexts leave
+// warps idle (docs/performance.md, decode).
 inline constexpr int vec_warp_deep_warps = 6;
 inline constexpr int64_t vec_warp_deep_keys = 65536;
-TURBO3_HD constexpr int vec_warp_warps(int d, int col_blocks, int64_t n_kv) {
-  return d == 256 && col_blocks == 1 && n_kv >= vec_warp_deep_keys ? vec_warp_deep_warps : 4;
+TURBO3_HD constexpr bool vec_warp_deep_types(data_type k, data_type v) {
+  return vec_warp_i8_type(k) && vec_warp_i8_type(v);
+}
+TURBO3_HD constexpr int vec_warp_warps(int d, int col_blocks, int64_t n_kv, data_type k_type = data_type::turbo3,
+                                       data_type v_type = data_type::turbo3) {
+  return d == 256 && col_blocks == 1 && n_kv >= vec_warp_deep_keys && vec_warp_deep_types(k_type, v_type)
+             ? vec_warp_deep_warps
+             : 4;
 }
 
 TURBO3_HD constexpr bool vec_warp_head_dim(int d) { return d == 128 || d == 256; }
+
+// The K/V type pairs the kernel reads: turbo3, turbo2 or turbo4 on both sides, one type or turbo3
+// with another, and q8_0 K with turbo3 V (q8_0 is a K side only: q8_0_warp_side). Other pairs take
+// the scalar kernel: turbo2 with turbo4 and q8_0 K with turbo2 or turbo4 V would be two more
+// kernels per shape to compile for pairs no engine writes.
+TURBO3_HD constexpr bool vec_warp_types(data_type k, data_type v) {
+  if (k == data_type::q8_0 || v == data_type::q8_0) return k == data_type::q8_0 && v == data_type::turbo3;
+  return vec_warp_side_type(k) && vec_warp_side_type(v) && (k == v || k == data_type::turbo3 || v == data_type::turbo3);
+}
 
 // Staging copy size for K/V row strides in bytes: 8 or 4 where both strides are multiples of it,
 // else 2 (rows copied with ordinary loads).
@@ -80,31 +107,24 @@ inline constexpr int vec_row_span = 1;
 // head-major cache) and vec_row_unit would copy 2 bytes at a time (50-byte rows at D = 128):
 // a group's 16 rows are then one run of 16 * row_bytes bytes, copied in 16-byte units; else
 // vec_row_unit.
+// k_row_bytes / v_row_bytes: a K / V row's bytes (they differ where K and V types do).
 TURBO3_HD inline int vec_head_row_unit(int64_t k_nb1, int64_t v_nb1, const void* k_head, const void* v_head,
-                                       int64_t row_bytes) {
+                                       int64_t k_row_bytes, int64_t v_row_bytes) {
   const bool aligned4 = ((reinterpret_cast<uintptr_t>(k_head) | reinterpret_cast<uintptr_t>(v_head)) & 3u) == 0;
   if (k_nb1 % 16 == 0 && v_nb1 % 16 == 0 && aligned4) return 16;
   const int unit = vec_row_unit(k_nb1, v_nb1);
-  return unit == 2 && k_nb1 == row_bytes && v_nb1 == row_bytes ? vec_row_span : unit;
+  return unit == 2 && k_nb1 == k_row_bytes && v_nb1 == v_row_bytes ? vec_row_span : unit;
+}
+TURBO3_HD inline int vec_head_row_unit(int64_t k_nb1, int64_t v_nb1, const void* k_head, const void* v_head,
+                                       int64_t row_bytes) {
+  return vec_head_row_unit(k_nb1, v_nb1, k_head, v_head, row_bytes, row_bytes);
 }
 
-template <int D, int WARPS = 4>
-struct vec_warp_config {
-  static constexpr int ROWS = vec_warp_rows;
-  static constexpr int blocks = D / block_values;
-  static constexpr int group = 16;   // keys per warp step: the score fragment's M, the value fragment's K
-  static constexpr int stages = 3;   // shared-memory ring per warp: stages - 1 groups in flight
-  static constexpr int n_warps = WARPS;
-  static constexpr int threads = 32 * n_warps;
-  static constexpr int row_bytes = blocks * static_cast<int>(block_bytes);
-  // A staged row starts as many bytes into its first copy unit as it does in the cache (0 or 2
-  // with 4-byte copies, 0-6 with 8-byte ones), so shared and global units line up. The pitch, in
-  // 4-byte words, is 4 mod 8: the score loads (8 rows x 4 adjacent words) and the value loads
-  // (rows 0, 2, 4, 6 x 8 adjacent words) then fall on 32 distinct banks. A tight pitch (26 words
-  // at D = 256) makes a third of the shared-load wavefronts bank conflicts.
-  static constexpr int pitch_words_min = (row_bytes + 6 + 3) / 4;
-  static constexpr int pitch = 4 * (pitch_words_min + (12 - pitch_words_min % 8) % 8);
-  static_assert(pitch % 32 == 16 && pitch / 4 >= pitch_words_min, "conflict-free pitch");
+// The staged rows of one side (K or V) of storage side S (vec_warp_sides.hpp) at head dim D.
+template <int D, class S>
+struct vec_warp_side_layout {
+  static constexpr int group = 16;
+  static constexpr int row_bytes = D / block_values * S::group_bytes;
   // Copies of `unit` bytes (8 or 4), 16 / unit lanes per row: lane q of a row copies its units q,
   // q + lanes, ..., at constant offsets from one source address, as many as cover a row from any
   // start (up to 6 bytes into its first unit) and all inside the row's slot; all whole but the
@@ -114,14 +134,29 @@ struct vec_warp_config {
   TURBO3_HD static constexpr int copy_rows_per_pass(int unit) { return 32 / copy_lanes_per_row(unit); }
   static constexpr int units_per_lane = (row_bytes + 6 + 15) / 16;
   TURBO3_HD static constexpr int min_row_units(int unit) { return (row_bytes + unit - 1) / unit; }
+  // Whether every unit but a lane's last is whole from every start (start 0 is the tightest): its
+  // highest is below row_bytes / unit (a 272-byte q8_0 row at D = 256: 8-byte unit 33 of 34).
   TURBO3_HD static constexpr bool only_last_unit_partial(int unit) {
-    return copy_lanes_per_row(unit) - 1 + copy_lanes_per_row(unit) * (units_per_lane - 2) < min_row_units(unit) - 1;
+    return copy_lanes_per_row(unit) - 1 + copy_lanes_per_row(unit) * (units_per_lane - 2) < row_bytes / unit;
   }
-  static_assert(only_last_unit_partial(8) && only_last_unit_partial(4), "a lane's earlier units are whole");
-  static_assert(16 * units_per_lane <= pitch, "a row's units stay inside its slot");
   // 16-byte copies: one lane per row (K rows in lanes 0-15, V rows in 16-31), each copying the
   // row_units_16 units that cover a row starting up to 12 bytes into its first.
   static constexpr int row_units_16 = (row_bytes + 12 + 15) / 16;
+  // Whether a row takes row_units_16 units from every start (turbo3, turbo2; not turbo4 at D = 256,
+  // whose 136-byte rows take 9 units from starts 0 and 4): then a lane's last unit is a constant.
+  static constexpr bool row_units_16_fixed = (row_bytes + 15) / 16 == row_units_16;
+  // A staged row starts as many bytes into its first copy unit as it does in the cache (0 or 2
+  // with 4-byte copies, 0-6 with 8-byte ones, 0-12 with 16-byte ones), so shared and global units
+  // line up: a slot holds the row from any such start, and its 16-byte units. The pitch, in 4-byte
+  // words, is 4 mod 8: the score loads (8 rows x 4 adjacent words) and the value loads (rows 0, 2,
+  // 4, 6 x 8 adjacent words) then fall on 32 distinct banks. A tight pitch (26 words for turbo3 at
+  // D = 256) makes a third of the shared-load wavefronts bank conflicts.
+  static constexpr int pitch_words_min =
+      (row_bytes + 6 + 3) / 4 > 4 * row_units_16 ? (row_bytes + 6 + 3) / 4 : 4 * row_units_16;
+  static constexpr int pitch = 4 * (pitch_words_min + (12 - pitch_words_min % 8) % 8);
+  static_assert(pitch % 32 == 16 && pitch / 4 >= pitch_words_min, "conflict-free pitch");
+  static_assert(only_last_unit_partial(8) && only_last_unit_partial(4), "a lane's earlier units are whole");
+  static_assert(16 * units_per_lane <= pitch, "a row's units stay inside its slot");
   static_assert(16 * row_units_16 <= pitch, "a row's 16-byte units stay inside its slot");
   // Span staging (vec_row_span): a group's rows as one run from the 16-byte unit holding its first
   // byte (up to 15 bytes in), rows row_bytes apart in the slot.
@@ -129,12 +164,37 @@ struct vec_warp_config {
   static_assert(16 * span_units <= group * pitch, "a group's run stays inside its tile");
   TURBO3_HD static constexpr int max_row_units(int unit) { return (row_bytes + unit - 2 + unit - 1) / unit; }
   // 2-byte copies (ordinary loads): lanes_per_row_2 lanes per row (as many as its 4-byte units,
-  // rounded up to a power of two), each copying every lanes_per_row_2-th half word of it; rows_per_pass_2
-  // rows per pass.
+  // rounded up to a power of two, at most 32), each copying every lanes_per_row_2-th half word of
+  // it; rows_per_pass_2 rows per pass.
   static constexpr int lanes_per_row_2 = max_row_units(4) > 16 ? 32 : max_row_units(4) > 8 ? 16 : 8;
   static constexpr int rows_per_pass_2 = 32 / lanes_per_row_2;
-  static constexpr int tile_bytes = group * pitch;       // one group of K (or V) rows
-  static constexpr int stage_bytes = 2 * tile_bytes;     // K, then V
+  static constexpr int tile_bytes = group * pitch;  // one group of rows
+  static_assert(group % copy_rows_per_pass(8) == 0 && group % copy_rows_per_pass(4) == 0, "whole passes per group");
+};
+
+// KS, VS: the K and V sides (vec_warp_sides.hpp).
+template <int D, int WARPS = 4, class KS = turbo3_warp_side, class VS = turbo3_warp_side>
+struct vec_warp_config {
+  using k_side = KS;
+  using v_side = VS;
+  using k_layout = vec_warp_side_layout<D, KS>;
+  using v_layout = vec_warp_side_layout<D, VS>;
+  static constexpr int ROWS = vec_warp_rows;
+  static constexpr int blocks = D / block_values;
+  static constexpr int group = 16;   // keys per warp step: the score fragment's M, the value fragment's K
+  static constexpr int stages = 3;   // shared-memory ring per warp: stages - 1 groups in flight
+  static constexpr int n_warps = WARPS;
+  static constexpr int threads = 32 * n_warps;
+  static constexpr int k_tile_bytes = k_layout::tile_bytes;  // one group of K rows, then one of V
+  static constexpr int v_tile_bytes = v_layout::tile_bytes;
+  // After its last group a warp writes its rows (D values, then the maximum and the sum) into its
+  // own ring slots, merge_rows_per_slot rows of merge_pitch floats (16-byte aligned) per slot: a
+  // slot is K's and V's tiles, or as many bytes as the merge needs where they are smaller (turbo2).
+  static constexpr int merge_pitch = D + 4;
+  static constexpr int merge_min_rows_per_slot = (8 + stages - 1) / stages;
+  static constexpr int max2(int x, int y) { return x > y ? x : y; }
+  static constexpr int stage_bytes = max2(k_tile_bytes + v_tile_bytes, merge_min_rows_per_slot * merge_pitch * 4);
+  static_assert(stage_bytes % 16 == 0, "16-byte aligned slots");
   // The ring is [stage][warp]: every warp's first slot comes first, so the Q rows can sit in the
   // later slots while the first groups land.
   static constexpr int ring_stride = n_warps * stage_bytes;  // from a warp's slot to its next
@@ -145,18 +205,16 @@ struct vec_warp_config {
   // ... and after them each (row, 128-value group)'s largest magnitude, for the integer Q operand.
   static constexpr int query_bytes = (ROWS * q_pitch + ROWS * blocks) * 4;
   static_assert(query_bytes <= (stages - 1) * ring_stride, "Q fits in the ring's later slots");
-  // After its last group a warp writes its rows (D values, then the maximum and the sum) into its
-  // own ring slots, merge_rows_per_slot rows of merge_pitch floats (16-byte aligned) per slot.
-  static constexpr int merge_pitch = D + 4;
   static constexpr int merge_rows_per_slot = stage_bytes / (merge_pitch * 4);
   static_assert(merge_rows_per_slot * stages >= 8, "a warp's rows (4 per value column block, at most 2) fit its ring");
-  static constexpr int max2(int x, int y) { return x > y ? x : y; }
   static constexpr int smem_bytes = max2(staging_bytes, query_bytes);
   // The scores on integer multiplies (m16n8k32, signed bytes) in the deep-context (6-warp) form,
   // on fp16 ones (m16n8k16) in the others: the integer form wins in long contexts and loses in
   // short ones, where the rounding of Q and a longer score chain are not amortized
-  // (docs/performance.md, decode).
+  // (docs/performance.md, decode). A K side without an integer decode (turbo4) has no 6-warp form.
   static constexpr bool integer_scores = n_warps == vec_warp_deep_warps;
+  static_assert(!integer_scores || KS::i8_scores, "the 6-warp form needs a K side with integer scores");
+  static_assert(VS::finite_decode, "a V side's stale keys are cancelled by a zero weight: finite decodes only");
   // Q fragments per lane (and byte plane, integer): [block][half][k-step]
   static constexpr int q_frags = blocks * 2 * (integer_scores ? 2 : 4);
   // V blocks whose value operand is decoded before the softmax, so that their byte permutes fill
@@ -164,17 +222,22 @@ struct vec_warp_config {
   // work-groups per SM; both blocks early gain less); none at D = 128, where its one block early
   // is slower (docs/performance.md, decode).
   static constexpr int early_v_blocks = blocks == 2 && n_warps == 4 ? 1 : 0;
-  static_assert(vec_warp_head_dim(D), "turbo3 VEC on matrix instructions covers D = 128 and 256");
-  static_assert(max_row_units(4) <= 32, "one row per warp pass at most");
-  static_assert(group % copy_rows_per_pass(8) == 0 && group % copy_rows_per_pass(4) == 0, "whole passes per group");
+  static_assert(vec_warp_head_dim(D), "VEC on matrix instructions covers D = 128 and 256");
   static_assert(vec_warp_split_keys(n_warps) == group * n_warps, "a split unit is one group per warp");
 };
+// turbo3's staged rows as the kernel has always laid them out (80 / 112-byte pitch at D = 128 /
+// 256): the side layout changes no turbo3 code.
+static_assert(vec_warp_side_layout<128, turbo3_warp_side>::pitch == 80 &&
+                  vec_warp_side_layout<256, turbo3_warp_side>::pitch == 112,
+              "turbo3 pitch");
+static_assert(vec_warp_config<128>::stage_bytes == 2 * 16 * 80 && vec_warp_config<256, 6>::stage_bytes == 2 * 16 * 112,
+              "turbo3 slots");
 
-// The work-group's Q rows, prescaled and rotated (turbo3 K), into q_nat [ROWS][q_pitch] in natural
-// order, padding rows zero: a warp per 128-value group, 4 values per lane. load() issues the
-// global loads (the kernel calls it first, so they are not queued behind its first copies);
-// store() rotates in registers and shuffles (rotate_group_warp32), writes the rows to shared
-// memory once and synchronizes. The fragments then pick their slots' values. Loads behind the
+// The work-group's Q rows, prescaled and rotated where K stores rotated values (a.rotate_q: every
+// turbo side, not q8_0; the output's rotation back, a.unrotate_out, follows V alone), into q_nat [ROWS][q_pitch] in natural order, padding rows zero: a warp per 128-value group, 4
+// values per lane. load() issues the global loads (the kernel calls it first, so they are not
+// queued behind its first copies); store() rotates in registers and shuffles
+// (rotate_group_warp32), writes the rows to shared memory once and synchronizes. The fragments then pick their slots' values. Loads behind the
 // first copies and a rotation in the work-group's two shared-memory passes make Q ready about
 // 1 us later (docs/performance.md, decode).
 template <class C>
@@ -260,7 +323,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_row_windows(int (&key_limit)[2], 
 // per SM, so the 32 registers they take at D = 256 are free; in shared memory they cost 16 loads
 // per group). fp16: row g, chunk 8b+t+4h, k-step k. Integer (C::integer_scores): each row of Q is
 // scaled so that its largest magnitude is i8_pair_max and rounded to an integer q = 128 * hi + lo,
-// the levels likewise (turbo3_lut::i8_*), and a score is 128 * (K_hi . Q_hi) + K_hi . Q_lo +
+// the levels likewise (the K side's decode_i8), and a score is 128 * (K_hi . Q_hi) + K_hi . Q_lo +
 // K_lo . Q_hi (K_lo . Q_lo, under 2^-14 of the rest, left out): the K operand is two byte permutes
 // per four values where fp16 takes four. Lane (g, t), block b, half h, k-step k: row g, slots 8k + 0..3 (.x) and 8k + 4..7 (.y) of
 // chunk 8b + t + 4h. q_frag holds the fp16 form, q_hi and q_lo the integer one, whose score rows
@@ -272,9 +335,10 @@ using vec_warp_q_bytes_of = uint2[C::integer_scores ? C::q_frags : 1];
 
 // hi = rint(x / 128) and lo = rint(x) - 128 hi (|lo| <= 64) of x = v * q_scale for slots
 // slot0 .. slot0 + 3, as bytes, rounded by adding 1.5 * 2^23 (the sum's low mantissa byte is the
-// integer's two's-complement byte).
+// integer's two's-complement byte). Slots in the K side KS's order.
+template <class KS>
 TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_q_bytes(const float* v, int slot0, float q_scale, uint32_t& hi, uint32_t& lo) {
-  using L = kv::turbo3_loader;
+  using L = KS;
   constexpr float round_bias = 12582912.0f;
   uint32_t hb[4], lb[4];
   TURBO3_UNROLL
@@ -298,7 +362,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_load_q(vec_warp_q_frags<C>& q_fra
                                                       vec_warp_q_bytes_of<C>& q_lo, float (&score_unit)[2], warp_queries<C>& queries,
                                                       const attention_args& a, unsigned char* smem, const turbo3_lut& lut,
                                                       int warp, int lane, int g, int t) {
-  using L = kv::turbo3_loader;
+  using L = typename C::k_side;
   constexpr bool integer_scores = C::integer_scores;
   float* q_nat = reinterpret_cast<float*>(smem + C::ring_stride);
   queries.store(a, q_nat, warp, lane);
@@ -324,8 +388,8 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_load_q(vec_warp_q_frags<C>& q_fra
     if constexpr (integer_scores) {
       TURBO3_UNROLL
       for (int k = 0; k < 2; ++k) {
-        vec_warp_q_bytes(v, 8 * k, q_scale, q_hi[bh * 2 + k].x, q_lo[bh * 2 + k].x);
-        vec_warp_q_bytes(v, 8 * k + 4, q_scale, q_hi[bh * 2 + k].y, q_lo[bh * 2 + k].y);
+        vec_warp_q_bytes<L>(v, 8 * k, q_scale, q_hi[bh * 2 + k].x, q_lo[bh * 2 + k].x);
+        vec_warp_q_bytes<L>(v, 8 * k + 4, q_scale, q_hi[bh * 2 + k].y, q_lo[bh * 2 + k].y);
       }
     } else {
       TURBO3_UNROLL
@@ -336,7 +400,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_load_q(vec_warp_q_frags<C>& q_fra
   }
   if constexpr (integer_scores) {
     TURBO3_UNROLL
-    for (int e = 0; e < 2; ++e) score_unit[e] = 128.0f * lut.i8_unit * row_max(2 * t + e) / i8_pair_max;
+    for (int e = 0; e < 2; ++e) score_unit[e] = 128.0f * L::i8_unit(lut) * row_max(2 * t + e) / i8_pair_max;
   }
   platform::sync_threads();  // the ring's later slots are staged next
 }
@@ -365,13 +429,13 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_mask_scores(float (&s)[4], const 
   }
 }
 
-// A chunk's packed bits from a staged row. Rows staged in 16-byte units start 4-byte aligned
-// (their shift is 0, 4, 8 or 12), so the qs words of their odd blocks are aligned: one 32-bit load
-// instead of two 16-bit loads and a multiply-add to join them.
-template <int UNIT>
-TURBO3_DEVICE TURBO3_FORCEINLINE kv::turbo3_loader::raw_chunk vec_warp_load_chunk(const char* row, int b, int q) {
-  if (UNIT == 16 && (b & 1)) return kv::turbo3_loader::template load_raw<true>(row, b, q);
-  return kv::turbo3_loader::load_raw(row, b, q);
+// A chunk's packed bits from a staged row of side S. Rows staged in 16-byte units start 4-byte
+// aligned (their shift is 0, 4, 8 or 12), so the side may read its aligned words whole (turbo3 and
+// turbo2: the qs words of odd blocks; turbo4: all): one 32-bit load instead of two 16-bit loads
+// and a multiply-add to join them.
+template <class S, int UNIT>
+TURBO3_DEVICE TURBO3_FORCEINLINE typename S::raw_chunk vec_warp_load_chunk(const char* row, int b, int q) {
+  return S::template load<UNIT>(row, b, q);
 }
 
 // The scores S (16 keys x 8 rows), added to s: (key g, row 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1),
@@ -384,7 +448,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_scores(float (&s)[4], const char*
                                                       const vec_warp_q_bytes_of<C>& q_hi,
                                                       const vec_warp_q_bytes_of<C>& q_lo, const float (&score_unit)[2],
                                                       const turbo3_lut& lut, const int& t) {
-  using L = kv::turbo3_loader;
+  using L = typename C::k_side;
   constexpr bool integer_scores = C::integer_scores;
   TURBO3_UNROLL
   for (int b = 0; b < C::blocks; ++b) {
@@ -394,8 +458,8 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_scores(float (&s)[4], const char*
       TURBO3_UNROLL
       for (int h = 0; h < 2; ++h) {
         uint32_t ha[4], la[4], hb[4], lb[4];
-        L::decode_i8(vec_warp_load_chunk<UNIT>(row_a, b, t + 4 * h), lut, ha, la);
-        L::decode_i8(vec_warp_load_chunk<UNIT>(row_b, b, t + 4 * h), lut, hb, lb);
+        L::decode_i8(vec_warp_load_chunk<L, UNIT>(row_a, b, t + 4 * h), lut, ha, la);
+        L::decode_i8(vec_warp_load_chunk<L, UNIT>(row_b, b, t + 4 * h), lut, hb, lb);
         TURBO3_UNROLL
         for (int k = 0; k < 2; ++k) {
           const uint32_t k_hi[4] = {ha[2 * k], hb[2 * k], ha[2 * k + 1], hb[2 * k + 1]};
@@ -415,8 +479,8 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_scores(float (&s)[4], const char*
       TURBO3_UNROLL
       for (int h = 0; h < 2; ++h) {
         uint32_t ha[8], hb[8];
-        L::decode_half2(vec_warp_load_chunk<UNIT>(row_a, b, t + 4 * h), lut, ha);
-        L::decode_half2(vec_warp_load_chunk<UNIT>(row_b, b, t + 4 * h), lut, hb);
+        L::decode_half2(vec_warp_load_chunk<L, UNIT>(row_a, b, t + 4 * h), lut, ha);
+        L::decode_half2(vec_warp_load_chunk<L, UNIT>(row_b, b, t + 4 * h), lut, hb);
         TURBO3_UNROLL
         for (int k = 0; k < 4; ++k) {
           const uint32_t frag[4] = {ha[2 * k], hb[2 * k], ha[2 * k + 1], hb[2 * k + 1]};
@@ -462,12 +526,12 @@ template <class C>
 using vec_warp_early_values = uint32_t[C::early_v_blocks > 0 ? C::early_v_blocks : 1][4][8];
 template <class C>
 TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_decode_early(vec_warp_early_values<C>& v_early,
-                                                            const kv::turbo3_loader::raw_chunk (&v_raw)[C::blocks][4],
+                                                            const typename C::v_side::raw_chunk (&v_raw)[C::blocks][4],
                                                             const turbo3_lut& lut) {
   TURBO3_UNROLL
   for (int b = 0; b < C::early_v_blocks; ++b)
     TURBO3_UNROLL
-    for (int k = 0; k < 4; ++k) kv::turbo3_loader::decode_half2(v_raw[b][k], lut, v_early[b][k]);
+    for (int k = 0; k < 4; ++k) C::v_side::decode_half2(v_raw[b][k], lut, v_early[b][k]);
 }
 
 // O'^T += A B per column block over the group staged at v_tile, rows ROW_PITCH bytes apart (n keys;
@@ -476,10 +540,10 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_decode_early(vec_warp_early_value
 // pairs), placed in half g % 2 by the byte permute place_sel, times the key's norm of block b.
 template <int ROW_PITCH, class C, int COL_BLOCKS>
 TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_accumulate_values(float (&acc)[COL_BLOCKS][C::blocks * 4][4], const float (&p)[4],
-                                                                 const kv::turbo3_loader::raw_chunk (&v_raw)[C::blocks][4],
+                                                                 const typename C::v_side::raw_chunk (&v_raw)[C::blocks][4],
                                                                  const vec_warp_early_values<C>& v_early, const char* v_tile,
                                                                  int n, const turbo3_lut& lut, uint32_t place_sel, int g, int t) {
-  using L = kv::turbo3_loader;
+  using L = typename C::v_side;
   constexpr int early_blocks = C::early_v_blocks;
   const uint32_t p_pair[2] = {platform::pack_half2(p[0], p[1]), platform::pack_half2(p[2], p[3])};  // keys g, g + 8
   uint32_t norm2[C::blocks][4];
@@ -623,6 +687,7 @@ struct vec_warp_copy16_plan {
   int64_t nb1;
   int dst_offset;     // of the lane's row in a ring slot
   int last_bytes;     // of the last unit, read from the cache (the rest zero-filled)
+  int last_unit;      // the index of that unit (a constant where warp_stager::like_rows_16)
 };
 
 // A warp's staging in copies of UNIT bytes (16, 8, 4, vec_row_span or 2). A type of its own so that
@@ -635,6 +700,11 @@ struct vec_warp_copy16_plan {
 // elsewhere, other address arithmetic).
 template <class C, int UNIT>
 struct warp_stager {
+  using KL = typename C::k_layout;
+  using VL = typename C::v_layout;
+  // K and V rows of one count of 16-byte units from every start: the lanes' copies are alike.
+  static constexpr bool like_rows_16 =
+      KL::row_units_16 == VL::row_units_16 && KL::row_units_16_fixed && VL::row_units_16_fixed;
   warp_key_chunks<C>& chunks;  // stage() takes a claimed chunk's id at its first group
   unsigned char* const& ring;  // the warp's slot 0; slot k at k * ring_stride
   int lane;
@@ -651,21 +721,27 @@ struct warp_stager {
     if constexpr (UNIT == 16) {
       const bool is_v = lane >= 16;
       const int shift = is_v ? v_shift : k_shift;
+      // K's value where K and V rows agree (every turbo3 pair), else this lane's side's
+      auto side = [&](int k, int v) { return k == v ? k : is_v ? v : k; };
+      const int row_bytes = side(KL::row_bytes, VL::row_bytes);
+      // the unit that holds the row's last byte: the last to copy (no unit past the row is read)
+      const int last_unit = like_rows_16 ? KL::row_units_16 - 1 : (row_bytes + shift - 1) / 16;
       plan_16 = vec_warp_copy16_plan{(is_v ? x.v_head : x.k_head) - shift, is_v ? a.v_nb1 : a.k_nb1,
-                                     (is_v ? C::tile_bytes : 0) + (lane % 16) * C::pitch,
-                                     C::row_bytes + shift - 16 * (C::row_units_16 - 1)};
+                                     (is_v ? C::k_tile_bytes : 0) + (lane % 16) * side(KL::pitch, VL::pitch),
+                                     row_bytes + shift - 16 * last_unit, last_unit};
     } else if constexpr (UNIT != vec_row_span) {  // a run starts where its group does
-      k_plan = plan_of(k_shift);
-      v_plan = plan_of(v_shift);
+      k_plan = plan_of<KL>(k_shift);
+      v_plan = plan_of<VL>(v_shift);
     }
   }
-  // This lane's plan for rows that start `shift` bytes into their first unit (2: unused).
+  // This lane's plan for rows of layout Lay that start `shift` bytes into their first unit (2: unused).
+  template <class Lay>
   TURBO3_DEVICE TURBO3_FORCEINLINE vec_warp_copy_plan plan_of(int shift) const {
-    constexpr int unit = UNIT == 2 ? 4 : UNIT, lanes = C::copy_lanes_per_row(unit);
+    constexpr int unit = UNIT == 2 ? 4 : UNIT, lanes = Lay::copy_lanes_per_row(unit);
     const int q = lane % lanes;
-    const int span = C::row_bytes + shift;  // bytes from the first unit's start to the row's end
-    const int last_bytes = min(max(span - unit * (q + lanes * (C::units_per_lane - 1)), 0), unit);
-    return vec_warp_copy_plan{unit * q - shift, last_bytes > 0 ? 16 * (C::units_per_lane - 1) : 0, last_bytes};
+    const int span = Lay::row_bytes + shift;  // bytes from the first unit's start to the row's end
+    const int last_bytes = min(max(span - unit * (q + lanes * (Lay::units_per_lane - 1)), 0), unit);
+    return vec_warp_copy_plan{unit * q - shift, last_bytes > 0 ? 16 * (Lay::units_per_lane - 1) : 0, last_bytes};
   }
 
   // The ring offset of the slot after the one at `slot`.
@@ -682,11 +758,11 @@ struct warp_stager {
       if constexpr (UNIT == 16) {
         copy_rows_16(slot, j0, n);
       } else if constexpr (UNIT == vec_row_span) {
-        copy_span(slot, x.k_head, k_shift, j0, n);
-        copy_span(slot + C::tile_bytes, x.v_head, v_shift, j0, n);
+        copy_span<KL>(slot, x.k_head, k_shift, j0, n);
+        copy_span<VL>(slot + C::k_tile_bytes, x.v_head, v_shift, j0, n);
       } else {
-        copy_rows(slot, x.k_head, a.k_nb1, k_plan, j0, n);
-        copy_rows(slot + C::tile_bytes, x.v_head, a.v_nb1, v_plan, j0, n);
+        copy_rows<KL>(slot, x.k_head, a.k_nb1, k_plan, j0, n);
+        copy_rows<VL>(slot + C::k_tile_bytes, x.v_head, a.v_nb1, v_plan, j0, n);
       }
     }
     platform::async_commit();  // one group per step, empty or not, so the wait count stays exact
@@ -696,41 +772,45 @@ struct warp_stager {
   // from it; a full group (warp-uniform) takes one branch-free path, a partial one (a split's last)
   // another. One lane per unit, or four lanes per row with a branch per pass, take about 140
   // instructions per 16-key group for K's and V's staging (docs/performance.md, decode).
+  template <class Lay>
   TURBO3_DEVICE TURBO3_FORCEINLINE void copy_pass(platform::async_destination d, const char* head, int64_t nb1,
                                                   const vec_warp_copy_plan& plan, int j0, int row, int pass) {
-    constexpr int rows_per_pass = C::copy_rows_per_pass(UNIT), per_lane = C::units_per_lane;
+    constexpr int rows_per_pass = Lay::copy_rows_per_pass(UNIT), per_lane = Lay::units_per_lane;
     const char* src = head + static_cast<int64_t>(j0 + row + pass * rows_per_pass) * nb1 + plan.lane_offset;
-    const platform::async_destination dp = d + pass * rows_per_pass * C::pitch;
+    const platform::async_destination dp = d + pass * rows_per_pass * Lay::pitch;
     TURBO3_UNROLL
     for (int u = 0; u + 1 < per_lane; ++u) platform::async_copy<UNIT>(dp + 16 * u, src + 16 * u);
     platform::async_copy_sized<UNIT>(dp + 16 * (per_lane - 1), src + plan.last_offset, plan.last_bytes);
   }
+  template <class Lay>
   TURBO3_DEVICE TURBO3_FORCEINLINE void copy_units(int dst_offset, const char* head, int64_t nb1,
                                                    const vec_warp_copy_plan& plan, int j0, int n) {
-    constexpr int lanes = C::copy_lanes_per_row(UNIT), rows_per_pass = C::copy_rows_per_pass(UNIT);
+    constexpr int lanes = Lay::copy_lanes_per_row(UNIT), rows_per_pass = Lay::copy_rows_per_pass(UNIT);
     const int row = lane / lanes;
     const platform::async_destination d =
-        platform::async_destination_of(ring) + dst_offset + row * C::pitch + UNIT * (lane % lanes);
+        platform::async_destination_of(ring) + dst_offset + row * Lay::pitch + UNIT * (lane % lanes);
     if (n == C::group) {
       TURBO3_UNROLL
-      for (int pass = 0; pass < C::group / rows_per_pass; ++pass) copy_pass(d, head, nb1, plan, j0, row, pass);
+      for (int pass = 0; pass < C::group / rows_per_pass; ++pass) copy_pass<Lay>(d, head, nb1, plan, j0, row, pass);
     } else {
       TURBO3_UNROLL
       for (int pass = 0; pass < C::group / rows_per_pass; ++pass)
-        if (row + pass * rows_per_pass < n) copy_pass(d, head, nb1, plan, j0, row, pass);
+        if (row + pass * rows_per_pass < n) copy_pass<Lay>(d, head, nb1, plan, j0, row, pass);
     }
   }
-  // Rows j0 .. j0 + n - 1 of a head: 8- or 4-byte copies, or (2) ordinary 2-byte loads.
+  // Rows j0 .. j0 + n - 1 of a head (rows of layout Lay): 8- or 4-byte copies, or (2) ordinary
+  // 2-byte loads.
+  template <class Lay>
   TURBO3_DEVICE TURBO3_FORCEINLINE void copy_rows(int dst_offset, const char* head, int64_t nb1,
                                                   const vec_warp_copy_plan& plan, int j0, int n) {
     if constexpr (UNIT == 8 || UNIT == 4) {
-      copy_units(dst_offset, head, nb1, plan, j0, n);
+      copy_units<Lay>(dst_offset, head, nb1, plan, j0, n);
     } else {
       unsigned char* dst = ring + dst_offset;
-      for (int r = lane / C::lanes_per_row_2; r < n; r += C::rows_per_pass_2) {
+      for (int r = lane / Lay::lanes_per_row_2; r < n; r += Lay::rows_per_pass_2) {
         const uint16_t* src = reinterpret_cast<const uint16_t*>(head + static_cast<int64_t>(j0 + r) * nb1);
-        uint16_t* d = reinterpret_cast<uint16_t*>(dst + r * C::pitch);
-        for (int c = lane % C::lanes_per_row_2; c < C::row_bytes / 2; c += C::lanes_per_row_2) d[c] = src[c];
+        uint16_t* d = reinterpret_cast<uint16_t*>(dst + r * Lay::pitch);
+        for (int c = lane % Lay::lanes_per_row_2; c < Lay::row_bytes / 2; c += Lay::lanes_per_row_2) d[c] = src[c];
       }
     }
   }
@@ -740,24 +820,33 @@ struct warp_stager {
     if (row < n) {
       const char* src = plan_16.first + static_cast<int64_t>(j0 + row) * plan_16.nb1;
       const platform::async_destination d = platform::async_destination_of(ring) + slot + plan_16.dst_offset;
-      TURBO3_UNROLL
-      for (int u = 0; u + 1 < C::row_units_16; ++u) platform::async_copy_sized<16>(d + 16 * u, src + 16 * u, 16);
-      platform::async_copy_sized<16>(d + 16 * (C::row_units_16 - 1), src + 16 * (C::row_units_16 - 1),
-                                     plan_16.last_bytes);
+      if constexpr (like_rows_16) {
+        TURBO3_UNROLL
+        for (int u = 0; u + 1 < KL::row_units_16; ++u) platform::async_copy_sized<16>(d + 16 * u, src + 16 * u, 16);
+        platform::async_copy_sized<16>(d + 16 * (KL::row_units_16 - 1), src + 16 * (KL::row_units_16 - 1),
+                                       plan_16.last_bytes);
+      } else {  // each lane copies its row's units: the whole ones, then the last
+        constexpr int most_units = KL::row_units_16 > VL::row_units_16 ? KL::row_units_16 : VL::row_units_16;
+        TURBO3_UNROLL
+        for (int u = 0; u + 1 < most_units; ++u)
+          if (u < plan_16.last_unit) platform::async_copy_sized<16>(d + 16 * u, src + 16 * u, 16);
+        platform::async_copy_sized<16>(d + 16 * plan_16.last_unit, src + 16 * plan_16.last_unit, plan_16.last_bytes);
+      }
     }
   }
   // Span staging: rows j0 .. j0 + n - 1 of a head whose rows lie back to back, from the 16-byte
   // unit holding the first byte (`shift` bytes before it), in 16-byte units over the warp's lanes;
   // the last unit in copies that end with the span (the span may end the allocation: a 16-byte
   // copy of a shorter source is a 16-byte read to the memory checker).
+  template <class Lay>
   TURBO3_DEVICE TURBO3_FORCEINLINE void copy_span(int slot, const char* head, int shift, int j0, int n) {
-    const char* first = head + static_cast<int64_t>(j0) * C::row_bytes - shift;
-    const int bytes = n * C::row_bytes + shift;
+    const char* first = head + static_cast<int64_t>(j0) * Lay::row_bytes - shift;
+    const int bytes = n * Lay::row_bytes + shift;
     const platform::async_destination d = platform::async_destination_of(ring) + slot;
     TURBO3_UNROLL
-    for (int u0 = 0; u0 < C::span_units; u0 += 32) {
+    for (int u0 = 0; u0 < Lay::span_units; u0 += 32) {
       const int u = u0 + lane;
-      if (u < C::span_units && 16 * u < bytes) {
+      if (u < Lay::span_units && 16 * u < bytes) {
         const int left = bytes - 16 * u;
         if (left >= 16) {
           platform::async_copy_sized<16>(d + 16 * u, first + 16 * u, 16);
@@ -796,7 +885,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_write_rows(unsigned char* smem,
                                                           const float (&acc)[COL_BLOCKS][C::blocks * 4][4],
                                                           const float (&m_run)[2], float (&l_run)[2],
                                                           const vec_context& x, int warp, int g, int t) {
-  using L = kv::turbo3_loader;
+  using L = typename C::v_side;
   constexpr int D = C::blocks * block_values, v_tiles = C::blocks * 4;
   TURBO3_UNROLL
   for (int e = 0; e < 2; ++e)
@@ -862,12 +951,14 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_combine_warps(const attention_arg
 // MASKED: the call has a mask (a separate instantiation keeps the common unmasked softmax free of
 // mask loads and their branches). COL_BLOCKS: the value side's column blocks of 4 query rows, 1 where the
 // work-group has at most 4 rows (half the accumulators and value multiplies of 2). WARPS: 4 or 6
-// (vec_warp_warps). Shared memory is dynamic, C::smem_bytes (64.5 KB with 6 warps at D = 256).
-template <int D, bool MASKED, int COL_BLOCKS, int WARPS>
-TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, vec_warp_min_blocks)
+// (vec_warp_warps). KS, VS: the K and V sides (vec_warp_sides.hpp). Shared memory is dynamic,
+// C::smem_bytes (64.5 KB for turbo3 with 6 warps at D = 256).
+template <int D, bool MASKED, int COL_BLOCKS, int WARPS, class KS, class VS>
+TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, (vec_warp_min_blocks_of<D, KS, VS>))
     vec_warp_kernel(attention_args a, int head_splits) {
-  using C = vec_warp_config<D, WARPS>;
-  using L = kv::turbo3_loader;
+  using C = vec_warp_config<D, WARPS, KS, VS>;
+  using KL = typename C::k_layout;
+  using VL = typename C::v_layout;
   constexpr int ROWS = C::ROWS;
   constexpr int G = C::group;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -877,9 +968,10 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, vec_warp_min_blocks
   const vec_context x = make_vec_context(a, head_splits, true);
   warp_queries<C> queries;
   queries.load(a, x, warp, lane);
-  const int row_unit = vec_head_row_unit(a.k_nb1, a.v_nb1, x.k_head, x.v_head, C::row_bytes);
-  // The lookup tables stay kernel arguments: kept in registers (lut_in_registers) the kernel
-  // issues 3% fewer instructions and is no faster (docs/performance.md, decode).
+  const int row_unit = vec_head_row_unit(a.k_nb1, a.v_nb1, x.k_head, x.v_head, KL::row_bytes, VL::row_bytes);
+  // turbo3's lookup tables stay kernel arguments (turbo2's and turbo4's are constants): kept in
+  // registers (lut_in_registers) the kernel issues 3% fewer instructions and is no faster
+  // (docs/performance.md, decode).
   const turbo3_lut& lut = a.lut;
 
   const int blocks_per_seq = a.n_head_kv * head_splits;
@@ -928,7 +1020,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, vec_warp_min_blocks
     constexpr int unit = decltype(unit_c)::value;
     warp_stager<C, unit> stager(chunks, ring, lane, a, x, k_shift, v_shift);
     // Staged rows lie row_bytes apart in a run, a slot's pitch apart otherwise.
-    constexpr int row_pitch = unit == vec_row_span ? C::row_bytes : C::pitch;
+    constexpr int k_row_pitch = unit == vec_row_span ? KL::row_bytes : KL::pitch;
+    constexpr int v_row_pitch = unit == vec_row_span ? VL::row_bytes : VL::pitch;
     TURBO3_UNROLL
     for (int i = 1; i < C::stages - 1; ++i) stager.stage(i, i * C::ring_stride);
     // The first claim, only now: it is first taken by the staging of group 2 * groups_per_chunk, two
@@ -943,25 +1036,25 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, vec_warp_min_blocks
       platform::async_wait<C::stages - 1>();
       platform::sync_warp();
       const char* k_tile = reinterpret_cast<const char*>(ring + use_slot) + k_shift;
-      const char* v_tile = reinterpret_cast<const char*>(ring + use_slot) + C::tile_bytes + v_shift;
+      const char* v_tile = reinterpret_cast<const char*>(ring + use_slot) + C::k_tile_bytes + v_shift;
       use_slot = stager.next_slot(use_slot);
       const int j0 = chunks.group_start(i);
       const int n = min(G, x.kv_end - j0);
 
       // The value phase's packed bits, read now so their latency hides behind the scores.
-      typename L::raw_chunk v_raw[C::blocks][4];
+      typename VS::raw_chunk v_raw[C::blocks][4];
       TURBO3_UNROLL
       for (int b = 0; b < C::blocks; ++b) {
         TURBO3_UNROLL
         for (int k = 0; k < 4; ++k)
-          v_raw[b][k] = vec_warp_load_chunk<unit>(v_tile + vec_warp_value_key(k, t) * row_pitch, b, g);
+          v_raw[b][k] = vec_warp_load_chunk<VS, unit>(v_tile + vec_warp_value_key(k, t) * v_row_pitch, b, g);
       }
 
       // ---- scores S (16 keys x 8 rows); rows past n hold stale bytes and are masked below --------
       // The rows of keys g and g + 8, here: computed in vec_warp_scores, they take other address
       // arithmetic.
-      const char* row_a = k_tile + g * row_pitch;
-      const char* row_b = row_a + 8 * row_pitch;
+      const char* row_a = k_tile + g * k_row_pitch;
+      const char* row_b = row_a + 8 * k_row_pitch;
       float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // (key g, row 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1)
       vec_warp_scores<C, unit>(s, row_a, row_b, q_frag, q_hi, q_lo, score_unit, lut, t);
 
@@ -996,7 +1089,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, vec_warp_min_blocks
       }
 
       vec_warp_rescale<C>(acc, alpha, update, t);
-      vec_warp_accumulate_values<row_pitch, C>(acc, p, v_raw, v_early, v_tile, n, lut, place_sel, g, t);
+      vec_warp_accumulate_values<v_row_pitch, C>(acc, p, v_raw, v_early, v_tile, n, lut, place_sel, g, t);
       platform::sync_warp();  // the ring slot is rewritten by a later step
     }
   });

@@ -27,10 +27,11 @@ constexpr bool has_kernel_loader(data_type t) {
          t == data_type::q8_0;
 }
 
-// The K/V storage types the TILE, MMA and matrix / warp VEC kernels read (kv::f16_loader,
+// The K/V storage types the TILE, MMA and matrix VEC kernels read (kv::f16_loader,
 // kv::turbo3_loader only: their decode is written for turbo3's bit layout). Their *_supported()
 // return unsupported for the others, which the automatic route sends to materialize (prefill) or
-// the scalar VEC kernel (decode).
+// the VEC family's other kernels (decode: the warp kernel reads turbo2, turbo4 and q8_0 K too,
+// through its sides, vec_warp_sides.hpp; the scalar kernel reads every type).
 constexpr bool has_tile_loader(data_type t) { return t == data_type::f16 || t == data_type::turbo3; }
 
 // The eight codebook levels as fp16 bytes split into two planes (low bytes, high bytes), four
