@@ -93,7 +93,7 @@ void with_vec_kernel(const vec_plan& plan, data_type k, data_type v, bool masked
               return with_shape(one{}, std::integral_constant<int, vec_warp_deep_warps>{});
           }
           with_shape(one{}, four{});
-        } else {
+        } else if constexpr (vec_warp_max_col_blocks(D) == 2) {
           with_shape(std::integral_constant<int, 2>{}, four{});
         }
       };
@@ -219,7 +219,12 @@ struct vec_row_layout {
 inline vec_row_layout vec_rows_of(const attention_params& p) {
   vec_row_layout l;
   const int gqa = static_cast<int>(p.n_head() / p.n_head_kv());
-  const int max_rows = vec_max_rows(static_cast<int>(p.head_dim_v()));
+  const int head_dim = static_cast<int>(p.head_dim_v());
+  // Where the warp kernel takes the call, no more rows than its column blocks hold (D = 512: 4).
+  const bool warp = platform::has_mma_m16n8k16 && vec_warp_head_dim(head_dim) && vec_warp_types(p.k.type, p.v.type);
+  const int max_rows = warp && 4 * vec_warp_max_col_blocks(head_dim) < vec_max_rows(head_dim)
+                           ? 4 * vec_warp_max_col_blocks(head_dim)
+                           : vec_max_rows(head_dim);
   l.head_splits = (gqa + max_rows - 1) / max_rows;
   while (gqa % l.head_splits != 0) ++l.head_splits;
   l.heads_per_block = gqa / l.head_splits;
@@ -255,7 +260,7 @@ inline status vec_supported(const attention_params& p) {
   return status::ok;
 }
 
-// Verify batches over a turbo3 cache: up to vec_warp_rows query rows per KV head (n_q x GQA) fill
+// Verify batches over a turbo3 cache: up to 8 query rows per KV head (n_q x GQA; 4 at D = 512) fill
 // one fragment of the warp decode kernel, which then unpacks each key once for all of them and
 // beats the MMA kernels' key split (H100, 16 query heads over 8, depth 32768: n_q 4 at D = 128
 // 40.9 against 69.3 us, at D = 256 67.5 against 98.1 us; n_q 8 ties at D = 128; docs/performance.md).
@@ -264,7 +269,8 @@ inline bool vec_takes_verify_batch(const attention_params& p) {
   if (p.k.type != data_type::turbo3 || p.v.type != data_type::turbo3) return false;
   if (!platform::has_mma_m16n8k16 || !vec_warp_head_dim(static_cast<int>(p.head_dim_v()))) return false;
   const int64_t rows_per_kv_head = p.n_q() * (p.n_head() / p.n_head_kv());
-  return rows_per_kv_head <= vec_warp_rows && vec_supported(p) == status::ok;
+  return rows_per_kv_head <= 4 * vec_warp_max_col_blocks(static_cast<int>(p.head_dim_v())) &&
+         vec_supported(p) == status::ok;
 }
 
 inline int next_pow2(int x) {
@@ -291,6 +297,8 @@ inline vec_plan make_vec_plan(const attention_params& p, const launch_options& o
   plan.ncols = l.ncols;
   plan.rows = next_pow2(heads_per_block * plan.ncols);
   const bool mma_rows = platform::has_mma_m16n8k16 && vec_mma_head_dim(plan.head_dim) && plan.rows <= vec_mma_rows;
+  const bool warp_rows = platform::has_mma_m16n8k16 && vec_warp_head_dim(plan.head_dim) &&
+                         heads_per_block * plan.ncols <= 4 * vec_warp_max_col_blocks(plan.head_dim);
   // The matrix kernel reads f16 and turbo3 only, the warp kernel the pairs of vec_warp_types (the
   // turbo pairs, q8_0 K with turbo3 V); other pairs take the scalar kernel.
   const bool warp_types = vec_warp_types(p.k.type, p.v.type);
@@ -298,8 +306,7 @@ inline vec_plan make_vec_plan(const attention_params& p, const launch_options& o
   if (opt.vec == vec_variant::matrix && mma_rows && tile_types) {
     plan.variant = vec_variant::matrix;
     plan.rows = vec_mma_rows;
-  } else if ((opt.vec == vec_variant::automatic || opt.vec == vec_variant::warp) && mma_rows && warp_types &&
-             vec_warp_head_dim(plan.head_dim)) {
+  } else if ((opt.vec == vec_variant::automatic || opt.vec == vec_variant::warp) && warp_rows && warp_types) {
     plan.variant = vec_variant::warp;
     plan.warp_col_blocks = heads_per_block * plan.ncols <= 4 ? 1 : 2;
     plan.warp_warps = vec_warp_warps(plan.head_dim, plan.warp_col_blocks, p.n_kv(), p.k.type, p.v.type);

@@ -82,7 +82,11 @@ TURBO3_HD constexpr int vec_warp_warps(int d, int col_blocks, int64_t n_kv, data
              : 4;
 }
 
-TURBO3_HD constexpr bool vec_warp_head_dim(int d) { return d == 128 || d == 256; }
+TURBO3_HD constexpr bool vec_warp_head_dim(int d) { return d == 128 || d == 256 || d == 512; }
+// Value column blocks of 4 query rows a work-group may take: at D = 512 one (246-255 registers
+// without spills; two spill 360-490 bytes at 255), so a GQA group there splits into work-groups
+// of at most 4 rows (vec_rows_of).
+TURBO3_HD constexpr int vec_warp_max_col_blocks(int d) { return d == 512 ? 1 : 2; }
 
 // The K/V type pairs the kernel reads: turbo3, turbo2 or turbo4 on both sides, one type or turbo3
 // with another, and q8_0 K with turbo3 V (q8_0 is a K side only: q8_0_warp_side). Other pairs take
@@ -222,7 +226,7 @@ struct vec_warp_config {
   // work-groups per SM; both blocks early gain less); none at D = 128, where its one block early
   // is slower (docs/performance.md, decode).
   static constexpr int early_v_blocks = blocks == 2 && n_warps == 4 ? 1 : 0;
-  static_assert(vec_warp_head_dim(D), "VEC on matrix instructions covers D = 128 and 256");
+  static_assert(vec_warp_head_dim(D), "VEC on matrix instructions covers D = 128, 256 and 512");
   static_assert(vec_warp_split_keys(n_warps) == group * n_warps, "a split unit is one group per warp");
 };
 // turbo3's staged rows as the kernel has always laid them out (80 / 112-byte pitch at D = 128 /
