@@ -14,6 +14,16 @@ using namespace turbo3;
 
 namespace {
 
+// An output a refused call must leave as it was: every bit set.
+void poison_floats(std::vector<float>& out) { std::memset(out.data(), 0xff, out.size() * sizeof(float)); }
+bool all_poisoned(const std::vector<float>& out) {
+  return std::all_of(out.begin(), out.end(), [](float x) {
+    uint32_t b;
+    std::memcpy(&b, &x, 4);
+    return b == 0xffffffffu;
+  });
+}
+
 struct host_problem {
   static constexpr int D = 128, n_q = 1, n_kv = 64, H = 8, HKV = 2;
   std::vector<float> q = std::vector<float>(D * n_q * H, 1.0f);
@@ -41,15 +51,8 @@ struct host_problem {
     p.scale = 0.1f;
     return p;
   }
-  void poison() { std::memset(out.data(), 0xff, out.size() * 4); }
-  bool still_poisoned() const {
-    for (float x : out) {
-      uint32_t b;
-      std::memcpy(&b, &x, 4);
-      if (b != 0xffffffffu) return false;
-    }
-    return true;
-  }
+  void poison() { poison_floats(out); }
+  bool still_poisoned() const { return all_poisoned(out); }
 };
 
 // An allocator that must never be reached by a rejected call.
@@ -67,6 +70,19 @@ void expect_rejected(host_problem& hp, const attention_params& p, status want) {
   CHECK(alloc.calls == 0);
   CHECK(hp.still_poisoned());
   CHECK(workspace_bytes(p) == 0);
+}
+
+// A call the options' family cannot serve: `unsupported` everywhere, no workspace or counters,
+// no allocation, the output untouched.
+void expect_unsupported(const attention_params& p, const launch_options& opt, std::vector<float>& out) {
+  CHECK(supported(p, opt) == status::unsupported);
+  CHECK(workspace_bytes(p, opt) == 0);
+  CHECK(counter_bytes(p, opt) == 0);
+  poison_floats(out);
+  tripwire_allocator alloc;
+  CHECK(flash_attention(p, alloc, nullptr, opt) == status::unsupported);
+  CHECK(alloc.calls == 0);
+  CHECK(all_poisoned(out));
 }
 
 // p with K and V of type kv at head dim d (Q and out follow), rows packed as in host_problem.
@@ -246,18 +262,7 @@ TEST_CASE("D = 512: TILE serves prefill, VEC decode and verify batches; D_k != D
         for (kernel_choice kernel :
              {kernel_choice::automatic, kernel_choice::vec, kernel_choice::tile, kernel_choice::materialize,
               kernel_choice::mma}) {
-          const launch_options opt = forced_kernel(kernel);
-          CHECK(supported(p, opt) == status::unsupported);
-          CHECK(workspace_bytes(p, opt) == 0);
-          std::memset(out.data(), 0xff, out.size() * sizeof(float));
-          tripwire_allocator alloc;
-          CHECK(flash_attention(p, alloc, nullptr, opt) == status::unsupported);
-          CHECK(alloc.calls == 0);
-          CHECK(std::all_of(out.begin(), out.end(), [](float x) {
-            uint32_t b;
-            std::memcpy(&b, &x, 4);
-            return b == 0xffffffffu;
-          }));
+          expect_unsupported(p, forced_kernel(kernel), out);
         }
       }
 }
@@ -579,18 +584,7 @@ TEST_CASE("turbo4, turbo2 and q8_0 K or V: VEC and materialize serve them, TILE 
         CHECK(supported(p, opt) == prefill_dim);
         for (kernel_choice kernel : {kernel_choice::tile, kernel_choice::mma}) {
           opt.kernel = kernel;
-          CHECK(supported(p, opt) == status::unsupported);
-          CHECK(workspace_bytes(p, opt) == 0);
-          CHECK(counter_bytes(p, opt) == 0);
-          std::memset(out.data(), 0xff, out.size() * sizeof(float));
-          tripwire_allocator alloc;
-          CHECK(flash_attention(p, alloc, nullptr, opt) == status::unsupported);
-          CHECK(alloc.calls == 0);
-          CHECK(std::all_of(out.begin(), out.end(), [](float x) {
-            uint32_t b;
-            std::memcpy(&b, &x, 4);
-            return b == 0xffffffffu;
-          }));
+          expect_unsupported(p, opt, out);
         }
       }
   // q8_0 with f16 or q8_0 at D = 64 (rotated types need whole 128-value groups: validate): VEC has
