@@ -113,10 +113,19 @@ TEST_CASE("capture: deep-context decode (65573 keys) with the arena allocator, 2
 
 // Caller-owned counters (launch_options::counters): each call leaves them zero for the next, so
 // eager calls and graph replays that share them stay correct (a call that left a count behind
-// would skip keys in the next one); too little memory or a misaligned pointer is refused.
+// would skip keys in the next one); too little memory or a misaligned pointer is refused. Two
+// shapes: one decode row (the warp kernel merges its splits), and 16 rows per KV head over two KV
+// heads, whose many splits the combine kernel merges (vec_warp_combines).
 TEST_CASE("capture: decode with caller-owned counters, eager and 20 replays, left zero", "[capture][counters]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0xc0c0);
-  attention_problem prob(decode_case(), rng);
+  attention_case wide = decode_case();
+  wide.head_dim = 128;
+  wide.n_head = 32;
+  wide.n_head_kv = 2;
+  wide.n_kv = 9001;
+  for (const attention_case& c : {decode_case(), wide}) {
+  INFO(c.describe());
+  attention_problem prob(c, rng);
   hipStream_t stream;
   TURBO3_CHECK_HIP(hipStreamCreateWithFlags(&stream, hipStreamNonBlocking));
   launch_options opt;
@@ -156,8 +165,10 @@ TEST_CASE("capture: decode with caller-owned counters, eager and 20 replays, lef
   arena.reset();
   const double worst = turbo3_test::capture_and_replay(arena, stream, prob, rng, opt, 20, "arena, caller-owned counters");
   CHECK(counters_zero());
-  std::printf("capture (arena, caller-owned counters): 4 eager calls and 20 replays, worst NMSE %.3e\n", worst);
+  std::printf("capture (arena, caller-owned counters, %s): 4 eager calls and 20 replays, worst NMSE %.3e\n",
+              c.describe().c_str(), worst);
   TURBO3_CHECK_HIP(hipStreamDestroy(stream));
+  }
 }
 
 TEST_CASE("capture: a non-capture-safe allocator gives capture_unsafe and the stream stays usable", "[capture]") {

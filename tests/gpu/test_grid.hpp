@@ -453,12 +453,20 @@ inline case_grid decode_odd_lengths_grid() {
 // 4-byte units, with 2 heads in 8-byte units (rows starting 0 or 4 bytes in), with 4 or 8 heads (the
 // benchmark's layout) in 16-byte units (0, 4, 8 or 12). Key counts leave partial groups of 16 keys
 // and uneven warps; the options, Q type, rotation mode and codebook cycle. Then head-major K/V with
-// 1, 3 and 8 heads. Sampled: every third of those. Last, unsampled: many splits of one tile each and
-// one split covering everything.
+// 1, 3 and 8 heads (sampled: every third), then verify-sized row sets and the wide form (sampled:
+// every fourth). Last, unsampled: many splits of one tile each and one split covering everything.
 inline case_grid decode_warp_grid() {
   using turbo3::data_type;
   case_grid g;
   int variant = 0;
+  // The options variant `opt` of the six takes: none, mask, sinks, ALiBi with a mask, softcap, causal.
+  const auto set_options = [](attention_case& c, int opt) {
+    c.mask = opt == 1 || opt == 3;
+    c.sinks = opt == 2;
+    c.max_bias = opt == 3 ? 8.0f : 0.0f;
+    c.softcap = opt == 4 ? 2.0f : 0.0f;
+    c.causal = opt == 5;
+  };
   for (int d : {128, 256})
     for (int n_head_kv : {1, 2, 3, 4, 8})
       for (int gqa : {1, 2, 4, 8})
@@ -470,12 +478,8 @@ inline case_grid decode_warp_grid() {
           c.n_head = n_head_kv * gqa;
           c.n_q = n_q;
           c.n_kv = 37 + 401 * (variant % 5);
-          const int opt = variant++ % 6;
-          c.mask = opt == 1 || opt == 3;
-          c.sinks = opt == 2;
-          c.max_bias = opt == 3 ? 8.0f : 0.0f;
-          c.softcap = opt == 4 ? 2.0f : 0.0f;
-          c.causal = opt == 5 || n_q == 2;
+          set_options(c, variant++ % 6);
+          c.causal = c.causal || n_q == 2;
           c.k_type = c.v_type = data_type::turbo3;
           c.q_type = variant % 3 == 0 ? data_type::f16 : data_type::f32;
           c.library_rotates = variant % 4 != 0;
@@ -500,6 +504,27 @@ inline case_grid decode_warp_grid() {
         c.library_rotates = variant++ % 4 != 0;
         g.push_back({c, 0, variant % 3 == 0});
       }
+  // Several queries per work-group (verify batches) and the wide form (9-16 rows: two score
+  // fragments, four value column blocks), GQA x n_q from 3 to 32 rows per KV head: past 16, or
+  // where the queries do not divide evenly, more than one query tile.
+  const int shapes[][2] = {{2, 8}, {16, 1}, {8, 2}, {4, 3}, {2, 5}, {1, 16}, {2, 16}, {4, 4}, {1, 3}, {2, 4}, {16, 2}, {1, 11}};
+  for (int d : {128, 256})
+    for (const auto& shape : shapes) {
+      attention_case c;
+      c.head_dim = d;
+      c.n_head_kv = variant % 3 == 0 ? 1 : variant % 3 == 1 ? 3 : 8;
+      c.n_head = c.n_head_kv * shape[0];
+      c.n_q = shape[1];
+      c.n_kv = c.n_q + 37 + 613 * (variant % 4);
+      const int opt = variant++ % 6;
+      set_options(c, opt);
+      c.causal = c.causal || opt == 0;
+      c.kv_head_major = variant % 5 == 0;
+      c.k_type = c.v_type = data_type::turbo3;
+      c.q_type = variant % 3 == 0 ? data_type::f16 : data_type::f32;
+      c.library_rotates = variant % 4 != 0;
+      g.push_back({c, 0, variant % 4 == 0});
+    }
   attention_case c;
   c.head_dim = 256;
   c.n_head = 16;

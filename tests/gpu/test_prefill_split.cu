@@ -129,8 +129,8 @@ TEST_CASE("mma split: the launcher splits verify batches at depth, eagerly and u
   }
 }
 
-// Verify batches of up to one warp-kernel fragment of rows per KV head over turbo3 go to VEC on
-// NVIDIA; more rows, or f16 K/V, to the MMA key split (vec_takes_verify_batch).
+// Verify batches of up to 16 rows per KV head over turbo3 (one work-group of the warp kernel's wide
+// form) go to VEC on NVIDIA; more rows, or f16 K/V, to the MMA key split (vec_takes_verify_batch).
 TEST_CASE("routing: verify batches at depth by rows per KV head and K/V type", "[mma-split]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x5b11b);
   if (!detail::mma_by_default(platform::current_device_family())) return;
@@ -141,7 +141,9 @@ TEST_CASE("routing: verify batches at depth by rows per KV head and K/V type", "
   };
   for (const expectation& x : {expectation{128, 4, data_type::turbo3, kernel_choice::vec},
                                expectation{256, 3, data_type::turbo3, kernel_choice::vec},
-                               expectation{128, 5, data_type::turbo3, kernel_choice::mma},
+                               expectation{128, 5, data_type::turbo3, kernel_choice::vec},
+                               expectation{256, 8, data_type::turbo3, kernel_choice::vec},
+                               expectation{128, 9, data_type::turbo3, kernel_choice::mma},
                                expectation{256, 16, data_type::turbo3, kernel_choice::mma},
                                expectation{128, 4, data_type::f16, kernel_choice::mma}}) {
     attention_case c = turbo3_test::gqa_case(x.head_dim, x.n_q, 4096);  // 16 query heads over 8

@@ -59,7 +59,7 @@ void run_route(attention_problem& prob, const std::vector<uint8_t>& want, int k,
 }  // namespace types_test
 
 // Per pair and head dim, five cases, one per n_q in {1, 2, 3, 8, 64}; n_kv (1, 255, 4099), GQA (1,
-// 4; two KV heads) and the options (none; random mask and sinks; causal; ggml's causal mask with
+// 2, 4, 8; two KV heads) and the options (none; random mask and sinks; causal; ggml's causal mask with
 // the causal flag) cycle over them so that each pair sees every value of each. 4099 keys only up
 // to 8 queries and causal only where n_kv >= n_q (else the mask): the reference's time, not the
 // GPU's, bounds the grid (375 cases).
@@ -82,7 +82,7 @@ TEST_CASE("types: every K/V pair of f16, turbo3, turbo4, turbo2, q8_0 at D 128/2
           c.n_kv = n_kvs[(qi + di + pair) % 3];
           if (c.n_kv > 255 && c.n_q > 8) c.n_kv = 255;
           c.n_head_kv = 2;
-          c.n_head = 2 * ((qi + di + pair) % 2 == 0 ? 1 : 4);
+          c.n_head = 2 * (1 << ((qi + di + pair) % 4));  // GQA 1, 2, 4, 8
           const int opt = (qi + 2 * di + pair) % 4;
           const bool causal_fits = c.n_kv >= c.n_q;
           c.mask = opt == 1 || opt == 3 || (opt == 2 && !causal_fits);
@@ -168,8 +168,9 @@ TEST_CASE("types: 16 and 8 query rows per work-group", "[types]") {
 }
 
 // The warp decode kernel over the pairs it reads besides turbo3's (vec_warp_types): the
-// automatic route of one and two queries at GQA 1 and 4 takes it (up to 8 rows). Per pair: D 128
-// and 256, n_q 1 and 2, GQA 1 and 4, unmasked and masked (16 cases); 2, 3 or 8 KV heads (token
+// automatic route of one, two and four queries at GQA 1 and 4 takes it (up to 8 rows a
+// work-group; 16 rows in two query tiles). Per pair: D 128 and 256, n_q 1, 2 and 4, GQA 1 and 4,
+// unmasked and masked (24 cases); 2, 3 or 8 KV heads (token
 // rows of 8 heads are 16-byte multiples: 16-byte staging, 8-byte where a head starts 2 bytes into
 // a word; 2 and 3 heads: 8-, 4- and 2-byte staging), head-major rows every fifth case (span
 // staging where rows are not 4-byte multiples), both rotation modes and Q types. q8_0 K rows are
@@ -184,7 +185,7 @@ TEST_CASE("types: the warp decode kernel over turbo2 and turbo4 pairs and q8_0 k
   int variant = 0;
   for (const auto& [ki, vi] : pairs)
     for (int d : {128, 256})
-      for (int n_q : {1, 2})
+      for (int n_q : {1, 2, 4})
         for (int gqa : {1, 4})
           for (bool masked : {false, true}) {
             attention_case c;
@@ -197,7 +198,7 @@ TEST_CASE("types: the warp decode kernel over turbo2 and turbo4 pairs and q8_0 k
             c.n_head = c.n_head_kv * gqa;
             c.mask = masked;
             c.sinks = variant % 6 == 1;
-            c.causal = n_q == 2;
+            c.causal = n_q >= 2;
             c.kv_head_major = variant % 5 == 0;
             c.library_rotates = variant % 4 != 3;
             c.q_type = variant % 3 == 1 ? data_type::f16 : data_type::f32;

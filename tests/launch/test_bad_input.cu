@@ -171,7 +171,11 @@ TEST_CASE("routing: n_q <= 2 to VEC; prefill to MMA where the family runs it by 
   const attention_params decode = hp.params();  // turbo3, D = 128, one query
   CHECK(turbo3::route(decode, {}) == kernel_choice::vec);
   CHECK(turbo3::route(with_queries(decode, 2), {}) == kernel_choice::vec);
-  CHECK(turbo3::route(with_queries(decode, 3), {}) == prefill_default);
+  // a turbo3 verify batch of up to 16 rows per KV head (GQA 4 here): the warp decode kernel on
+  // NVIDIA (vec_takes_verify_batch), the prefill route past it
+  CHECK(turbo3::route(with_queries(decode, 4), {}) ==
+        (prefill_default == kernel_choice::mma ? kernel_choice::vec : prefill_default));
+  CHECK(turbo3::route(with_queries(decode, 5), {}) == prefill_default);
   CHECK(turbo3::route(with_queries(with_head_dim(decode, data_type::turbo3, 256), 40), {}) == prefill_default);
   CHECK(turbo3::route(with_queries(with_head_dim(decode, data_type::f16, 128), 40), {}) == prefill_default);
   // f16 D = 64: MMA does not cover it, TILE does

@@ -10,7 +10,7 @@
 namespace turbo3 {
 
 enum class kernel_choice {
-  automatic,    // n_q <= 2 (and turbo3 verify batches of <= 8 rows per KV head on NVIDIA): vec; else mma
+  automatic,    // n_q <= 2 (and turbo3 verify batches of <= 16 rows per KV head on NVIDIA): vec; else mma
                 // where the device runs it by default and the shape is covered, else tile where it
                 // applies, else materialize, else vec (turbo4, turbo2 or q8_0 K/V: vec up to
                 // vec_verify_max_queries rows and at D = 512, else materialize; D = 512 with f16 and
@@ -29,7 +29,8 @@ enum class vec_variant {
   matrix,     // block-synchronous matrix-instruction kernel (NVIDIA; D 128/256, up to 8 rows)
   warp,       // warp-owned key ranges, asynchronous staging, matrix instructions (NVIDIA; K and
               // V each turbo3, turbo2 or turbo4, one type or turbo3 with another, or q8_0 K with
-              // turbo3 V; D 128/256, up to 8 rows)
+              // turbo3 V; D 128/256 up to 8 rows a work-group, 16 for turbo3 K and V; D 512 up
+              // to 4)
 };
 
 // Which matrix-core prefill (MMA) kernel runs. `warpgroup` falls back to `fragment` where it does

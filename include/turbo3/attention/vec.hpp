@@ -581,6 +581,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_combine_kernel(attentio
 // cleared by vec_zero_counters_kernel ahead of every launch, caller-owned ones are left zero by the
 // call before (below).
 // Every thread calls it after its last partial store. THREADS: the work-group's (whole warps of 32).
+inline constexpr int vec_merge_batch = 17;  // splits whose loads merge_splits_if_last issues together
 template <int D, int ROWS, int THREADS = vec_threads>
 TURBO3_DEVICE void merge_splits_if_last(const attention_args& a, const vec_context& x, int head_splits, int tid) {
   static_assert(D % block_values == 0, "the un-rotation takes whole 128-value groups");
@@ -608,6 +609,7 @@ TURBO3_DEVICE void merge_splits_if_last(const attention_args& a, const vec_conte
     counter[0] = 0u;
     if (a.work_counters) a.work_counters[vec_counter_offset(a, x, head_splits)] = 0u;
   }
+  if (!a.merge_in_kernel) return;
 
   // The tail of the whole kernel, with the rest of the GPU idle, so its time is the round trips
   // of its loads: a warp takes one (row, 128-value group), 4 values per lane (one 16-byte load per
@@ -618,7 +620,7 @@ TURBO3_DEVICE void merge_splits_if_last(const attention_args& a, const vec_conte
   // Each batch's loads take about one round trip whatever their size or request count, so the
   // merge costs about two round trips at an H200's 33 splits; 33 splits in one batch need 132
   // registers, which the deep kernel does not have (docs/performance.md, decode).
-  constexpr int groups = D / block_values, warps = THREADS / 32, batch = 17;
+  constexpr int groups = D / block_values, warps = THREADS / 32, batch = vec_merge_batch;
   const int warp = tid / 32, lane = tid % 32;
   const int n = a.n_splits;
   const size_t stride = static_cast<size_t>(ROWS) * vec_partial_pitch(D);  // from one split's row to the next split's

@@ -40,6 +40,7 @@ struct vec_plan {
   int counted_row_sets = 0;
   int warp_warps = 4;       // the warp variant's warps per work-group (vec_warp_warps)
   int warp_col_blocks = 2;  // the warp variant's value-side column blocks of 4 query rows (1: at most 4 rows)
+  bool combine_splits = false;  // the warp variant's splits merged by the combine kernel (vec_warp_combines)
   unsigned* caller_counters = nullptr;  // launch_options::counters, where the kernel counts
 };
 
@@ -81,20 +82,23 @@ void with_vec_kernel(const vec_plan& plan, data_type k, data_type v, bool masked
         using VS = decltype(v_side);
         auto with_shape = [&](auto col_blocks, auto warps) {
           constexpr int COL_BLOCKS = decltype(col_blocks)::value, W = decltype(warps)::value;
-          using C = vec_warp_config<D, W, KS, VS>;
+          using C = vec_warp_kernel_config<D, COL_BLOCKS, W, KS, VS>;
           if (masked) f(kernel_constant<&vec_warp_kernel<D, true, COL_BLOCKS, W, KS, VS>, C::threads, C::smem_bytes>{});
           else f(kernel_constant<&vec_warp_kernel<D, false, COL_BLOCKS, W, KS, VS>, C::threads, C::smem_bytes>{});
         };
         using one = std::integral_constant<int, 1>;
         using four = std::integral_constant<int, 4>;
+        constexpr int max_col_blocks = vec_warp_max_col_blocks(D, KS::type, VS::type);
         if (plan.warp_col_blocks == 1) {
           if constexpr (D == 256 && vec_warp_deep_types(KS::type, VS::type)) {
             if (plan.warp_warps == vec_warp_deep_warps)
               return with_shape(one{}, std::integral_constant<int, vec_warp_deep_warps>{});
           }
           with_shape(one{}, four{});
-        } else if constexpr (vec_warp_max_col_blocks(D) == 2) {
-          with_shape(std::integral_constant<int, 2>{}, four{});
+        } else if (plan.warp_col_blocks == 2) {
+          if constexpr (max_col_blocks >= 2) with_shape(std::integral_constant<int, 2>{}, four{});
+        } else if constexpr (max_col_blocks >= 4) {
+          with_shape(four{}, four{});
         }
       };
       using T3 = turbo3_warp_side;
@@ -216,19 +220,30 @@ struct vec_row_layout {
   int ncols = 1;
   int64_t q_tiles = 1;
 };
-inline vec_row_layout vec_rows_of(const attention_params& p) {
+// Whether the warp kernel reads this call: its head dims and K/V pairs, on matrix instructions.
+inline bool vec_warp_reads(const attention_params& p) {
+  return platform::has_mma_m16n8k16 && vec_warp_head_dim(static_cast<int>(p.head_dim_v())) &&
+         vec_warp_types(p.k.type, p.v.type);
+}
+// The most rows a work-group of the warp kernel takes for this call (vec_warp_reads).
+inline int vec_warp_max_rows_of(const attention_params& p) {
+  return vec_warp_max_rows(static_cast<int>(p.head_dim_v()), p.k.type, p.v.type);
+}
+
+// warp: the layout of the warp kernel (vec_warp_reads), else the scalar and matrix kernels'.
+inline vec_row_layout vec_rows_of(const attention_params& p, bool warp) {
   vec_row_layout l;
   const int gqa = static_cast<int>(p.n_head() / p.n_head_kv());
   const int head_dim = static_cast<int>(p.head_dim_v());
-  // Where the warp kernel takes the call, no more rows than its column blocks hold (D = 512: 4).
-  const bool warp = platform::has_mma_m16n8k16 && vec_warp_head_dim(head_dim) && vec_warp_types(p.k.type, p.v.type);
-  const int max_rows = warp && 4 * vec_warp_max_col_blocks(head_dim) < vec_max_rows(head_dim)
-                           ? 4 * vec_warp_max_col_blocks(head_dim)
-                           : vec_max_rows(head_dim);
+  // The warp kernel takes no more rows than its column blocks hold (D = 512: 4), and as many
+  // queries per work-group as fill them: each key is unpacked once for all of them (a verify
+  // batch). The scalar and matrix kernels take at most 2 queries per work-group.
+  const int max_rows = warp ? vec_warp_max_rows_of(p) : vec_max_rows(head_dim);
   l.head_splits = (gqa + max_rows - 1) / max_rows;
   while (gqa % l.head_splits != 0) ++l.head_splits;
   l.heads_per_block = gqa / l.head_splits;
-  l.ncols = (p.n_q() >= 2 && 2 * l.heads_per_block <= max_rows) ? 2 : 1;
+  const int max_cols = warp ? max_rows / l.heads_per_block : 2 * l.heads_per_block <= max_rows ? 2 : 1;
+  l.ncols = static_cast<int>(p.n_q() < max_cols ? p.n_q() : max_cols);
   l.q_tiles = (p.n_q() + l.ncols - 1) / l.ncols;
   return l;
 }
@@ -253,24 +268,38 @@ inline status vec_supported(const attention_params& p) {
   if (p.k.type == data_type::f16 && !rows_aligned16(p.k)) return status::unsupported;
   if (p.v.type == data_type::f16 && !rows_aligned16(p.v)) return status::unsupported;
   if (p.n_head() / p.n_head_kv() > 64) return status::unsupported;
-  const vec_row_layout l = vec_rows_of(p);
-  if (p.n_head_kv() * l.head_splits > max_grid_yz || p.n_seq() * l.q_tiles > max_grid_yz ||
-      p.n_head() > max_grid_yz)
-    return status::unsupported;
+  for (bool warp : {false, true}) {
+    if (warp && !vec_warp_reads(p)) continue;
+    const vec_row_layout l = vec_rows_of(p, warp);
+    if (p.n_head_kv() * l.head_splits > max_grid_yz || p.n_seq() * l.q_tiles > max_grid_yz ||
+        p.n_head() > max_grid_yz)
+      return status::unsupported;
+  }
   return status::ok;
 }
 
-// Verify batches over a turbo3 cache: up to 8 query rows per KV head (n_q x GQA; 4 at D = 512) fill
-// one fragment of the warp decode kernel, which then unpacks each key once for all of them and
-// beats the MMA kernels' key split (H100, 16 query heads over 8, depth 32768: n_q 4 at D = 128
-// 40.9 against 69.3 us, at D = 256 67.5 against 98.1 us; n_q 8 ties at D = 128; docs/performance.md).
-// Past one fragment the MMA split wins, and for f16 K/V it wins from n_q 3 on.
+// Verify batches over a turbo3 cache: up to 16 query rows per KV head (n_q x GQA; 4 at D = 512)
+// fill one work-group of the warp decode kernel (its wide form from 9 rows), which then unpacks
+// each key once for all of them and beats the MMA kernels' key split (docs/performance.md,
+// verify). For f16 K/V the MMA split wins from n_q 3 on.
 inline bool vec_takes_verify_batch(const attention_params& p) {
-  if (p.k.type != data_type::turbo3 || p.v.type != data_type::turbo3) return false;
-  if (!platform::has_mma_m16n8k16 || !vec_warp_head_dim(static_cast<int>(p.head_dim_v()))) return false;
+  if (p.k.type != data_type::turbo3 || p.v.type != data_type::turbo3 || !vec_warp_reads(p)) return false;
   const int64_t rows_per_kv_head = p.n_q() * (p.n_head() / p.n_head_kv());
-  return rows_per_kv_head <= 4 * vec_warp_max_col_blocks(static_cast<int>(p.head_dim_v())) &&
-         vec_supported(p) == status::ok;
+  return rows_per_kv_head <= vec_warp_max_rows_of(p) && vec_supported(p) == status::ok;
+}
+
+// Whether the combine kernel merges the warp kernel's splits. The kernel's own merge runs in the
+// last work-group of a row set with the rest of the GPU idle: each of its warps takes a (row,
+// 128-value group) after another, one round trip per vec_merge_batch splits
+// (merge_splits_if_last), and one multiprocessor reads every split's rows. 16 rows over two KV
+// heads (two row sets, each split 128 ways) take 32 round trips at D = 128 and 64 at D = 256, and
+// the call 1.4x and 2.7x the time of two 8-row work-groups per KV head (docs/performance.md,
+// verify); up to 16 (16 rows over 8 KV heads at D = 256) the kernel's merge is measured and kept.
+// Past that the combine kernel, a second launch spread over every row, merges.
+inline constexpr int vec_warp_merge_max_round_trips = 16;
+inline bool vec_warp_combines(int rows, int head_dim, int warps, int n_splits) {
+  const int items_per_warp = (rows * (head_dim / block_values) + warps - 1) / warps;
+  return items_per_warp * ((n_splits + vec_merge_batch - 1) / vec_merge_batch) > vec_warp_merge_max_round_trips;
 }
 
 inline int next_pow2(int x) {
@@ -291,29 +320,29 @@ inline vec_plan make_vec_plan(const attention_params& p, const launch_options& o
   const int multiprocessors = platform::multiprocessor_count(device);
   vec_plan plan;
   plan.head_dim = static_cast<int>(p.head_dim_v());
-  const vec_row_layout l = vec_rows_of(p);
+  // The warp kernel where the options allow it and it reads the call; its layout fits its rows.
+  const bool warp = (opt.vec == vec_variant::automatic || opt.vec == vec_variant::warp) && vec_warp_reads(p);
+  const vec_row_layout l = vec_rows_of(p, warp);
   plan.head_splits = l.head_splits;
   const int heads_per_block = l.heads_per_block;
   plan.ncols = l.ncols;
   plan.rows = next_pow2(heads_per_block * plan.ncols);
   const bool mma_rows = platform::has_mma_m16n8k16 && vec_mma_head_dim(plan.head_dim) && plan.rows <= vec_mma_rows;
-  const bool warp_rows = platform::has_mma_m16n8k16 && vec_warp_head_dim(plan.head_dim) &&
-                         heads_per_block * plan.ncols <= 4 * vec_warp_max_col_blocks(plan.head_dim);
   // The matrix kernel reads f16 and turbo3 only, the warp kernel the pairs of vec_warp_types (the
   // turbo pairs, q8_0 K with turbo3 V); other pairs take the scalar kernel.
-  const bool warp_types = vec_warp_types(p.k.type, p.v.type);
+  const int block_rows = heads_per_block * plan.ncols;
   const bool tile_types = has_tile_loader(p.k.type) && has_tile_loader(p.v.type);
   if (opt.vec == vec_variant::matrix && mma_rows && tile_types) {
     plan.variant = vec_variant::matrix;
     plan.rows = vec_mma_rows;
-  } else if ((opt.vec == vec_variant::automatic || opt.vec == vec_variant::warp) && warp_rows && warp_types) {
+  } else if (warp) {
     plan.variant = vec_variant::warp;
-    plan.warp_col_blocks = heads_per_block * plan.ncols <= 4 ? 1 : 2;
+    plan.warp_col_blocks = block_rows <= 4 ? 1 : block_rows <= 8 ? 2 : 4;
     plan.warp_warps = vec_warp_warps(plan.head_dim, plan.warp_col_blocks, p.n_kv(), p.k.type, p.v.type);
     // 6 warps take 64.5 KB of shared memory: where the device refuses it, 4.
     if (plan.warp_warps != 4 && vec_resident_blocks(plan, p.k.type, p.v.type, p.mask.data != nullptr, device) == 0)
       plan.warp_warps = 4;
-    plan.rows = vec_warp_rows;
+    plan.rows = vec_warp_rows_of(plan.warp_col_blocks);
   }
   if (plan.variant == vec_variant::scalar && !tile_types) plan.rows = vec_any_rows(plan.rows);
   plan.q_tiles = static_cast<int>(l.q_tiles);
@@ -340,6 +369,9 @@ inline vec_plan make_vec_plan(const attention_params& p, const launch_options& o
   plan.n_splits = (n_tiles + plan.tiles_per_split - 1) / plan.tiles_per_split;
   plan.partial_floats = static_cast<size_t>(base_blocks) * plan.n_splits * plan.rows * vec_partial_pitch(plan.head_dim);
   plan.counted_row_sets = plan.variant == vec_variant::warp ? static_cast<int>(base_blocks) : 0;
+  plan.combine_splits = plan.variant == vec_variant::warp &&
+                        vec_warp_combines(static_cast<int>(heads_per_block * plan.ncols), plan.head_dim,
+                                          plan.warp_warps, plan.n_splits);
   return plan;
 }
 
@@ -374,7 +406,7 @@ template <int D>
 void launch_vec_dim(const attention_args& a, const vec_plan& plan, data_type k, data_type v, int device,
                     hipStream_t stream) {
   launch_vec_types<D>(a, plan, k, v, device, stream);
-  if (!a.split_counters) launch_vec_combine<D>(a, plan, stream);
+  if (!a.split_counters || !a.merge_in_kernel) launch_vec_combine<D>(a, plan, stream);
 }
 
 // workspace: vec_workspace_bytes(plan, persistent != nullptr) bytes; persistent: caller-owned
@@ -393,6 +425,7 @@ inline bool launch_vec(const attention_params& p, attention_args a, const vec_pl
   unsigned* const counters =
       !counted ? nullptr : persistent ? persistent : reinterpret_cast<unsigned*>(a.partial + vec_counters_offset_floats(plan));
   a.split_counters = counters;
+  a.merge_in_kernel = counted && !plan.combine_splits;
   a.work_counters = counted ? counters + 1 : nullptr;
   a.reset_counters = counted && persistent;
   if (counted && !persistent) {

@@ -25,7 +25,9 @@
 // kk + 4 of chunk g of block b. Transposing V instead (pairs across two keys, as the values' K
 // index runs along keys) takes a fifth more byte permutes and twice the accumulators, and is
 // slower at every depth (docs/performance.md, decode).
-// Up to 8 query rows (heads of a GQA group x queries); D = 128 or 256. K and V are each read
+// Up to 8 query rows (heads of a GQA group x queries), or 16 in the wide form (two score fragments
+// of 8 rows sharing each unpacked key, four value column blocks: a verify batch of 8 queries over
+// GQA 2 in one pass over the keys); D = 128, 256 or 512. K and V are each read
 // through the "side" of their storage type (vec_warp_sides.hpp; the pairs: vec_warp_types): the
 // staged row layout, the fragments' slot order and the decode come from the side, the rest is
 // common.
@@ -44,7 +46,10 @@
 namespace turbo3 {
 namespace detail {
 
-inline constexpr int vec_warp_rows = 8;  // the fragment's N
+inline constexpr int vec_warp_rows = 8;  // the score fragment's N
+// Rows of a work-group with COL_BLOCKS value column blocks of 4 rows: one score fragment up to 2
+// column blocks, two (the wide form) with 4.
+TURBO3_HD constexpr int vec_warp_rows_of(int col_blocks) { return col_blocks > 2 ? 2 * vec_warp_rows : vec_warp_rows; }
 // Work-groups per multiprocessor the kernel is compiled for (the split planner asks the runtime how
 // many fit: launch.hpp, vec_resident_blocks): a cap for more (4: 128 registers) makes the compiler
 // reload the lookup tables and shorten its independent chains, which is slower
@@ -83,10 +88,6 @@ TURBO3_HD constexpr int vec_warp_warps(int d, int col_blocks, int64_t n_kv, data
 }
 
 TURBO3_HD constexpr bool vec_warp_head_dim(int d) { return d == 128 || d == 256 || d == 512; }
-// Value column blocks of 4 query rows a work-group may take: at D = 512 one (246-255 registers
-// without spills; two spill 360-490 bytes at 255), so a GQA group there splits into work-groups
-// of at most 4 rows (vec_rows_of).
-TURBO3_HD constexpr int vec_warp_max_col_blocks(int d) { return d == 512 ? 1 : 2; }
 
 // The K/V type pairs the kernel reads: turbo3, turbo2 or turbo4 on both sides, one type or turbo3
 // with another, and q8_0 K with turbo3 V (q8_0 is a K side only: q8_0_warp_side). Other pairs take
@@ -96,6 +97,20 @@ TURBO3_HD constexpr bool vec_warp_types(data_type k, data_type v) {
   if (k == data_type::q8_0 || v == data_type::q8_0) return k == data_type::q8_0 && v == data_type::turbo3;
   return vec_warp_side_type(k) && vec_warp_side_type(v) && (k == v || k == data_type::turbo3 || v == data_type::turbo3);
 }
+
+// The wide (16-row) form: turbo3 K and V at D = 128 and 256, the cache of verify batches (other
+// pairs take their rows in work-groups of 8: one more kernel per pair and shape to compile).
+TURBO3_HD constexpr bool vec_warp_wide(int d, data_type k, data_type v) {
+  return (d == 128 || d == 256) && k == data_type::turbo3 && v == data_type::turbo3;
+}
+// Value column blocks of 4 query rows a work-group may take: 4 in the wide form, 2 elsewhere, and
+// at D = 512 one (246-255 registers without spills; two spill 360-490 bytes at 255), so a GQA
+// group there splits into work-groups of at most 4 rows (vec_rows_of).
+TURBO3_HD constexpr int vec_warp_max_col_blocks(int d, data_type k, data_type v) {
+  return d == 512 ? 1 : vec_warp_wide(d, k, v) ? 4 : 2;
+}
+// The most query rows a work-group of the warp kernel takes.
+TURBO3_HD constexpr int vec_warp_max_rows(int d, data_type k, data_type v) { return 4 * vec_warp_max_col_blocks(d, k, v); }
 
 // Staging copy size for K/V row strides in bytes: 8 or 4 where both strides are multiples of it,
 // else 2 (rows copied with ordinary loads).
@@ -177,13 +192,16 @@ struct vec_warp_side_layout {
 };
 
 // KS, VS: the K and V sides (vec_warp_sides.hpp).
-template <int D, int WARPS = 4, class KS = turbo3_warp_side, class VS = turbo3_warp_side>
+// ROWS_: 8, or 16 in the wide form (two score fragments).
+template <int D, int WARPS = 4, class KS = turbo3_warp_side, class VS = turbo3_warp_side, int ROWS_ = vec_warp_rows>
 struct vec_warp_config {
   using k_side = KS;
   using v_side = VS;
   using k_layout = vec_warp_side_layout<D, KS>;
   using v_layout = vec_warp_side_layout<D, VS>;
-  static constexpr int ROWS = vec_warp_rows;
+  static constexpr int ROWS = ROWS_;
+  static constexpr int score_sets = ROWS / vec_warp_rows;  // score fragments of 8 rows
+  static_assert(ROWS == vec_warp_rows || ROWS == 2 * vec_warp_rows, "8 or 16 rows");
   static constexpr int blocks = D / block_values;
   static constexpr int group = 16;   // keys per warp step: the score fragment's M, the value fragment's K
   static constexpr int stages = 3;   // shared-memory ring per warp: stages - 1 groups in flight
@@ -195,7 +213,7 @@ struct vec_warp_config {
   // own ring slots, merge_rows_per_slot rows of merge_pitch floats (16-byte aligned) per slot: a
   // slot is K's and V's tiles, or as many bytes as the merge needs where they are smaller (turbo2).
   static constexpr int merge_pitch = D + 4;
-  static constexpr int merge_min_rows_per_slot = (8 + stages - 1) / stages;
+  static constexpr int merge_min_rows_per_slot = (ROWS + stages - 1) / stages;
   static constexpr int max2(int x, int y) { return x > y ? x : y; }
   static constexpr int stage_bytes = max2(k_tile_bytes + v_tile_bytes, merge_min_rows_per_slot * merge_pitch * 4);
   static_assert(stage_bytes % 16 == 0, "16-byte aligned slots");
@@ -210,25 +228,38 @@ struct vec_warp_config {
   static constexpr int query_bytes = (ROWS * q_pitch + ROWS * blocks) * 4;
   static_assert(query_bytes <= (stages - 1) * ring_stride, "Q fits in the ring's later slots");
   static constexpr int merge_rows_per_slot = stage_bytes / (merge_pitch * 4);
-  static_assert(merge_rows_per_slot * stages >= 8, "a warp's rows (4 per value column block, at most 2) fit its ring");
-  static constexpr int smem_bytes = max2(staging_bytes, query_bytes);
+  static_assert(merge_rows_per_slot * stages >= ROWS, "a warp's rows (4 per value column block) fit its ring");
+  // Q fragments (fp16 form) in registers, or, in the wide form at D = 256 (their 64 registers beside
+  // 128 accumulators spill), in shared memory after the ring, [score set][fragment][lane] (one
+  // 8-byte load per multiply, conflict free), written once by warp 0.
+  static constexpr bool q_in_smem = score_sets > 1 && blocks > 1;
+  static constexpr int q_smem_offset = staging_bytes;
+  static constexpr int q_smem_bytes = q_in_smem ? score_sets * blocks * 2 * 4 * 32 * 8 : 0;
+  static constexpr int smem_bytes = max2(staging_bytes + q_smem_bytes, query_bytes);
   // The scores on integer multiplies (m16n8k32, signed bytes) in the deep-context (6-warp) form,
   // on fp16 ones (m16n8k16) in the others: the integer form wins in long contexts and loses in
   // short ones, where the rounding of Q and a longer score chain are not amortized
   // (docs/performance.md, decode). A K side without an integer decode (turbo4) has no 6-warp form.
   static constexpr bool integer_scores = n_warps == vec_warp_deep_warps;
   static_assert(!integer_scores || KS::i8_scores, "the 6-warp form needs a K side with integer scores");
+  static_assert(!integer_scores || score_sets == 1, "the 6-warp form has one value column block");
   static_assert(VS::finite_decode, "a V side's stale keys are cancelled by a zero weight: finite decodes only");
-  // Q fragments per lane (and byte plane, integer): [block][half][k-step]
+  // Q fragments per lane and score set (and byte plane, integer): [block][half][k-step]
   static constexpr int q_frags = blocks * 2 * (integer_scores ? 2 : 4);
   // V blocks whose value operand is decoded before the softmax, so that their byte permutes fill
   // the softmax's dependency waits: the first of two at D = 256 (214-220 registers, still 2
   // work-groups per SM; both blocks early gain less); none at D = 128, where its one block early
   // is slower (docs/performance.md, decode).
-  static constexpr int early_v_blocks = blocks == 2 && n_warps == 4 ? 1 : 0;
+  // The wide form has no registers to spare for them.
+  static constexpr int early_v_blocks = blocks == 2 && n_warps == 4 && score_sets == 1 ? 1 : 0;
   static_assert(vec_warp_head_dim(D), "VEC on matrix instructions covers D = 128, 256 and 512");
   static_assert(vec_warp_split_keys(n_warps) == group * n_warps, "a split unit is one group per warp");
 };
+// The configuration of vec_warp_kernel<D, MASKED, COL_BLOCKS, WARPS, KS, VS>: its launch takes the
+// work-group size and shared memory from here.
+template <int D, int COL_BLOCKS, int WARPS, class KS, class VS>
+using vec_warp_kernel_config = vec_warp_config<D, WARPS, KS, VS, vec_warp_rows_of(COL_BLOCKS)>;
+
 // turbo3's staged rows as the kernel has always laid them out (80 / 112-byte pitch at D = 128 /
 // 256): the side layout changes no turbo3 code.
 static_assert(vec_warp_side_layout<128, turbo3_warp_side>::pitch == 80 &&
@@ -305,17 +336,18 @@ struct warp_queries {
 // conflicts).
 TURBO3_DEVICE TURBO3_FORCEINLINE int vec_warp_value_key(int k, int t) { return 2 * t + (k & 1) + 8 * (k >> 1); }
 
-// The rows this lane's score and value fragments touch: 2t and 2t+1. Keys j < key_limit[e] may be
-// visible to row 2t+e (the keys' end and the causal diagonal; none for a padding row), so the
-// window is one comparison per score. Masked: a padding row reads the mask's first row (hidden by
-// its empty window), so every lane loads unconditionally.
+// The rows this lane's score and value fragments touch in the score set of rows row0 .. row0 + 7:
+// row0 + 2t and row0 + 2t + 1. Keys j < key_limit[e] may be visible to row row0 + 2t + e (the keys'
+// end and the causal diagonal; none for a padding row), so the window is one comparison per score.
+// Masked: a padding row reads the mask's first row (hidden by its empty window), so every lane
+// loads unconditionally.
 TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_row_windows(int (&key_limit)[2], const platform::half* (&row_mask)[2],
                                                           float (&row_slope)[2], const attention_args& a, const vec_context& x,
-                                                          int t) {
+                                                          int t, int row0) {
   TURBO3_UNROLL
   for (int e = 0; e < 2; ++e) {
-    const vec_row_info info =
-        vec_row_info_of(a, vec_row_of(a, 2 * t + e, x.kv_head, x.head_split, x.q_tile, x.heads_per_block), x.seq);
+    const vec_row_info info = vec_row_info_of(
+        a, vec_row_of(a, row0 + 2 * t + e, x.kv_head, x.head_split, x.q_tile, x.heads_per_block), x.seq);
     const int diagonal = info.query + a.n_kv - a.n_q + 1;  // key j is visible to query i iff j < i + n_kv - n_q + 1
     key_limit[e] = info.query < 0 ? 0 : a.causal ? min(x.kv_end, diagonal) : x.kv_end;
     row_mask[e] = info.mask ? info.mask : reinterpret_cast<const platform::half*>(a.mask);
@@ -330,10 +362,10 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_row_windows(int (&key_limit)[2], 
 // the levels likewise (the K side's decode_i8), and a score is 128 * (K_hi . Q_hi) + K_hi . Q_lo +
 // K_lo . Q_hi (K_lo . Q_lo, under 2^-14 of the rest, left out): the K operand is two byte permutes
 // per four values where fp16 takes four. Lane (g, t), block b, half h, k-step k: row g, slots 8k + 0..3 (.x) and 8k + 4..7 (.y) of
-// chunk 8b + t + 4h. q_frag holds the fp16 form, q_hi and q_lo the integer one, whose score rows
-// 2t + e have the unit score_unit[e].
+// chunk 8b + t + 4h. q_frag holds the fp16 form ([score set][q_frags]: set n holds rows 8n + g), q_hi
+// and q_lo the integer one, whose score rows 2t + e have the unit score_unit[e].
 template <class C>
-using vec_warp_q_frags = uint2[C::integer_scores ? 1 : C::q_frags];
+using vec_warp_q_frags = uint2[C::integer_scores || C::q_in_smem ? 1 : C::score_sets * C::q_frags];
 template <class C>
 using vec_warp_q_bytes_of = uint2[C::integer_scores ? C::q_frags : 1];
 
@@ -380,9 +412,10 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_load_q(vec_warp_q_frags<C>& q_fra
   const float g_max = integer_scores ? row_max(g) : 0.0f;
   const float q_scale = g_max > 0.0f ? i8_pair_max / g_max : 0.0f;  // a zero row stays zero
   TURBO3_UNROLL
-  for (int bh = 0; bh < C::blocks * 2; ++bh) {  // chunk 8b + t + 4h: its 16 values, then its fragments
-    const int b = bh / 2, h = bh % 2;
-    const float4* q4 = reinterpret_cast<const float4*>(q_nat + g * C::q_pitch + (8 * b + t + 4 * h) * kv::chunk_values);
+  for (int sbh = 0; sbh < C::score_sets * C::blocks * 2; ++sbh) {  // chunk 8b + t + 4h of row 8 set + g
+    const int set = sbh / (C::blocks * 2), bh = sbh % (C::blocks * 2), b = bh / 2, h = bh % 2;
+    const int row = 8 * set + g;
+    const float4* q4 = reinterpret_cast<const float4*>(q_nat + row * C::q_pitch + (8 * b + t + 4 * h) * kv::chunk_values);
     float v[kv::chunk_values];
     TURBO3_UNROLL
     for (int i = 0; i < kv::chunk_values / 4; ++i) {
@@ -397,9 +430,15 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_load_q(vec_warp_q_frags<C>& q_fra
       }
     } else {
       TURBO3_UNROLL
-      for (int k = 0; k < 4; ++k)
-        q_frag[bh * 4 + k] = make_uint2(platform::pack_half2(v[L::value_of_slot(4 * k)], v[L::value_of_slot(4 * k + 1)]),
-                                          platform::pack_half2(v[L::value_of_slot(4 * k + 2)], v[L::value_of_slot(4 * k + 3)]));
+      for (int k = 0; k < 4; ++k) {
+        const uint2 f = make_uint2(platform::pack_half2(v[L::value_of_slot(4 * k)], v[L::value_of_slot(4 * k + 1)]),
+                                   platform::pack_half2(v[L::value_of_slot(4 * k + 2)], v[L::value_of_slot(4 * k + 3)]));
+        if constexpr (C::q_in_smem) {
+          if (warp == 0) reinterpret_cast<uint2*>(smem + C::q_smem_offset)[(sbh * 4 + k) * 32 + lane] = f;
+        } else {
+          q_frag[sbh * 4 + k] = f;
+        }
+      }
     }
   }
   if constexpr (integer_scores) {
@@ -442,13 +481,14 @@ TURBO3_DEVICE TURBO3_FORCEINLINE typename S::raw_chunk vec_warp_load_chunk(const
   return S::template load<UNIT>(row, b, q);
 }
 
-// The scores S (16 keys x 8 rows), added to s: (key g, row 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1),
-// from the staged rows of keys g (row_a) and g + 8 (row_b), copied in UNIT-byte units. Rows past the
-// group's keys hold stale bytes (vec_warp_mask_scores hides them). t is taken by reference: by value
-// the scores compile to other code.
+// The scores S (16 keys x 8 rows per score set n), added to s[n]: (key g, row 8n + 2t), (g, 8n + 2t+1),
+// (g+8, 8n + 2t), (g+8, 8n + 2t+1), from the staged rows of keys g (row_a) and g + 8 (row_b), copied
+// in UNIT-byte units; each unpacked key serves every set. Rows past the group's keys hold stale
+// bytes (vec_warp_mask_scores hides them). t is taken by reference: by value the scores compile to
+// other code. q_smem: this lane's first Q fragment in shared memory (C::q_in_smem).
 template <class C, int UNIT>
-TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_scores(float (&s)[4], const char* row_a, const char* row_b,
-                                                      const vec_warp_q_frags<C>& q_frag,
+TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_scores(float (&s)[C::score_sets][4], const char* row_a, const char* row_b,
+                                                      const vec_warp_q_frags<C>& q_frag, const uint2* q_smem,
                                                       const vec_warp_q_bytes_of<C>& q_hi,
                                                       const vec_warp_q_bytes_of<C>& q_lo, const float (&score_unit)[2],
                                                       const turbo3_lut& lut, const int& t) {
@@ -477,9 +517,9 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_scores(float (&s)[4], const char*
       }
       TURBO3_UNROLL
       for (int e = 0; e < 4; ++e)  // |128 hh + hl + lh| < 2^29 over a block: exact in int32
-        s[e] += (e < 2 ? norm_a : norm_b) * static_cast<float>(128 * hh[e] + hl[e] + lh[e]);
+        s[0][e] += (e < 2 ? norm_a : norm_b) * static_cast<float>(128 * hh[e] + hl[e] + lh[e]);
     } else {
-      float part[2][4] = {};  // one accumulator per chunk half: two independent mma chains
+      float part[C::score_sets][2][4] = {};  // one accumulator per set and chunk half: independent mma chains
       TURBO3_UNROLL
       for (int h = 0; h < 2; ++h) {
         uint32_t ha[8], hb[8];
@@ -488,33 +528,48 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_scores(float (&s)[4], const char*
         TURBO3_UNROLL
         for (int k = 0; k < 4; ++k) {
           const uint32_t frag[4] = {ha[2 * k], hb[2 * k], ha[2 * k + 1], hb[2 * k + 1]};
-          const uint2 qf = q_frag[(b * 2 + h) * 4 + k];
-          const uint32_t qb[2] = {qf.x, qf.y};
-          platform::mma_m16n8k16(part[h], frag, qb);
+          TURBO3_UNROLL
+          for (int set = 0; set < C::score_sets; ++set) {
+            const int f = set * C::q_frags + (b * 2 + h) * 4 + k;
+            const uint2 qf = C::q_in_smem ? q_smem[f * 32] : q_frag[f];
+            const uint32_t qb[2] = {qf.x, qf.y};
+            platform::mma_m16n8k16(part[set][h], frag, qb);
+          }
         }
       }
-      s[0] += norm_a * (part[0][0] + part[1][0]);
-      s[1] += norm_a * (part[0][1] + part[1][1]);
-      s[2] += norm_b * (part[0][2] + part[1][2]);
-      s[3] += norm_b * (part[0][3] + part[1][3]);
+      TURBO3_UNROLL
+      for (int set = 0; set < C::score_sets; ++set) {
+        s[set][0] += norm_a * (part[set][0][0] + part[set][1][0]);
+        s[set][1] += norm_a * (part[set][0][1] + part[set][1][1]);
+        s[set][2] += norm_b * (part[set][0][2] + part[set][1][2]);
+        s[set][3] += norm_b * (part[set][0][3] + part[set][1][3]);
+      }
     }
   }
   if constexpr (integer_scores) {
     TURBO3_UNROLL
-    for (int e = 0; e < 4; ++e) s[e] *= score_unit[e & 1];
+    for (int e = 0; e < 4; ++e) s[0][e] *= score_unit[e & 1];
   }
 }
+
+// The score set and the lane t of a score fragment that hold row 4 cb + r of value column block cb
+// (r < 4): rows 8n + 2t and 8n + 2t + 1 sit in lane t of set n.
+TURBO3_DEVICE TURBO3_FORCEINLINE constexpr int vec_warp_set_of(int cb) { return cb >> 1; }
+TURBO3_DEVICE TURBO3_FORCEINLINE int vec_warp_score_lane_of(int cb, int r) { return 2 * (cb & 1) + (r >> 1); }
 
 // O'^T *= alpha where a maximum grew (rare once the maxima settle): row 4 cb + t's alpha comes
 // from a lane whose score rows hold it.
 template <class C, int COL_BLOCKS>
-TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_rescale(float (&acc)[COL_BLOCKS][C::blocks * 4][4], const float (&alpha)[2],
-                                                       bool update, int t) {
-  if (update && platform::any_in_warp(alpha[0] != 1.0f || alpha[1] != 1.0f)) {
+TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_rescale(float (&acc)[COL_BLOCKS][C::blocks * 4][4],
+                                                       const float (&alpha)[C::score_sets][2], bool update, int t) {
+  bool grew = false;
+  TURBO3_UNROLL
+  for (int set = 0; set < C::score_sets; ++set) grew = grew || alpha[set][0] != 1.0f || alpha[set][1] != 1.0f;
+  if (update && platform::any_in_warp(grew)) {
     TURBO3_UNROLL
     for (int cb = 0; cb < COL_BLOCKS; ++cb) {
-      const int src = 2 * cb + (t >> 1);
-      const float a0 = platform::shfl(alpha[0], src), a1 = platform::shfl(alpha[1], src);
+      const int src = vec_warp_score_lane_of(cb, t), set = vec_warp_set_of(cb);
+      const float a0 = platform::shfl(alpha[set][0], src), a1 = platform::shfl(alpha[set][1], src);
       const float f = (t & 1) ? a1 : a0;
       TURBO3_UNROLL
       for (int m = 0; m < C::blocks * 4; ++m)
@@ -543,13 +598,17 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_decode_early(vec_warp_early_value
 // B: p of row 4 cb + g / 2 at keys t + 4k (from the score lanes that hold them, as fp16 row
 // pairs), placed in half g % 2 by the byte permute place_sel, times the key's norm of block b.
 template <int ROW_PITCH, class C, int COL_BLOCKS>
-TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_accumulate_values(float (&acc)[COL_BLOCKS][C::blocks * 4][4], const float (&p)[4],
+TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_accumulate_values(float (&acc)[COL_BLOCKS][C::blocks * 4][4],
+                                                                 const float (&p)[C::score_sets][4],
                                                                  const typename C::v_side::raw_chunk (&v_raw)[C::blocks][4],
                                                                  const vec_warp_early_values<C>& v_early, const char* v_tile,
                                                                  int n, const turbo3_lut& lut, uint32_t place_sel, int g, int t) {
   using L = typename C::v_side;
   constexpr int early_blocks = C::early_v_blocks;
-  const uint32_t p_pair[2] = {platform::pack_half2(p[0], p[1]), platform::pack_half2(p[2], p[3])};  // keys g, g + 8
+  uint32_t p_pair[C::score_sets][2];  // keys g, g + 8
+  TURBO3_UNROLL
+  for (int set = 0; set < C::score_sets; ++set)
+    p_pair[set][0] = platform::pack_half2(p[set][0], p[set][1]), p_pair[set][1] = platform::pack_half2(p[set][2], p[set][3]);
   uint32_t norm2[C::blocks][4];
   TURBO3_UNROLL
   for (int b = 0; b < C::blocks; ++b)
@@ -572,11 +631,11 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_accumulate_values(float (&acc)[CO
     }
     TURBO3_UNROLL
     for (int cb = 0; cb < COL_BLOCKS; ++cb) {
-      const int src_t = 2 * cb + (g >> 2);
+      const int src_t = vec_warp_score_lane_of(cb, g >> 1), set = vec_warp_set_of(cb);
       uint32_t bq[4];
       TURBO3_UNROLL
       for (int k = 0; k < 4; ++k) {
-        const uint32_t pair = platform::shfl(p_pair[k >> 1], 4 * (vec_warp_value_key(k, t) & 7) + src_t);
+        const uint32_t pair = platform::shfl(p_pair[set][k >> 1], 4 * (vec_warp_value_key(k, t) & 7) + src_t);
         bq[k] = platform::mul_half2_bits(platform::lookup_bytes4(pair, 0u, place_sel), norm2[b][k]);
       }
       TURBO3_UNROLL
@@ -883,18 +942,21 @@ TURBO3_DEVICE TURBO3_FORCEINLINE float* vec_warp_merge_row(unsigned char* smem, 
 }
 
 // This warp's rows: row 4 cb + t of O'^T's column block cb, and the maxima and sums of score rows
-// 2t and 2t + 1 (the sums first reduced over the key lanes).
+// 8n + 2t and 8n + 2t + 1 of each score set n (the sums first reduced over the key lanes).
 template <class C, int COL_BLOCKS>
 TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_write_rows(unsigned char* smem,
                                                           const float (&acc)[COL_BLOCKS][C::blocks * 4][4],
-                                                          const float (&m_run)[2], float (&l_run)[2],
-                                                          const vec_context& x, int warp, int g, int t) {
+                                                          const float (&m_run)[C::score_sets][2],
+                                                          float (&l_run)[C::score_sets][2], const vec_context& x,
+                                                          int warp, int g, int t) {
   using L = typename C::v_side;
   constexpr int D = C::blocks * block_values, v_tiles = C::blocks * 4;
   TURBO3_UNROLL
-  for (int e = 0; e < 2; ++e)
+  for (int set = 0; set < C::score_sets; ++set)
     TURBO3_UNROLL
-    for (int o = 4; o < 32; o *= 2) l_run[e] += platform::shfl_xor(l_run[e], o);
+    for (int e = 0; e < 2; ++e)
+      TURBO3_UNROLL
+      for (int o = 4; o < 32; o *= 2) l_run[set][e] += platform::shfl_xor(l_run[set][e], o);
   TURBO3_UNROLL
   for (int cb = 0; cb < COL_BLOCKS; ++cb) {
     if (4 * cb + t < x.active_rows) {
@@ -912,13 +974,16 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_write_rows(unsigned char* smem,
   }
   if (g == 0) {
     TURBO3_UNROLL
-    for (int e = 0; e < 2; ++e) {
-      if (2 * t + e < x.active_rows) {
-        float* row = vec_warp_merge_row<C>(smem, warp, 2 * t + e);
-        row[D] = m_run[e];
-        row[D + 1] = l_run[e];
+    for (int set = 0; set < C::score_sets; ++set)
+      TURBO3_UNROLL
+      for (int e = 0; e < 2; ++e) {
+        const int r = 8 * set + 2 * t + e;
+        if (r < x.active_rows) {
+          float* row = vec_warp_merge_row<C>(smem, warp, r);
+          row[D] = m_run[set][e];
+          row[D + 1] = l_run[set][e];
+        }
       }
-    }
   }
 }
 
@@ -960,7 +1025,8 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_combine_warps(const attention_arg
 template <int D, bool MASKED, int COL_BLOCKS, int WARPS, class KS, class VS>
 TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, (vec_warp_min_blocks_of<D, KS, VS>))
     vec_warp_kernel(attention_args a, int head_splits) {
-  using C = vec_warp_config<D, WARPS, KS, VS>;
+  using C = vec_warp_kernel_config<D, COL_BLOCKS, WARPS, KS, VS>;
+  constexpr int S = C::score_sets;
   using KL = typename C::k_layout;
   using VL = typename C::v_layout;
   constexpr int ROWS = C::ROWS;
@@ -986,14 +1052,17 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, (vec_warp_min_block
   const int unit_mask = row_unit == 16 ? 12 : row_unit == 8 ? 6 : row_unit == 4 ? 2 : row_unit == vec_row_span ? 15 : 0;
   const int k_shift = static_cast<int>(reinterpret_cast<uintptr_t>(x.k_head) & unit_mask);
   const int v_shift = static_cast<int>(reinterpret_cast<uintptr_t>(x.v_head) & unit_mask);
-  // The windows of score rows 2t and 2t + 1 (vec_warp_row_windows).
-  int key_limit[2];
-  const platform::half* row_mask[2];
-  float row_slope[2];
-  vec_warp_row_windows(key_limit, row_mask, row_slope, a, x, t);
+  // The windows of score rows 8n + 2t and 8n + 2t + 1 of each score set n (vec_warp_row_windows).
+  int key_limit[S][2];
+  const platform::half* row_mask[S][2];
+  float row_slope[S][2];
+  TURBO3_UNROLL
+  for (int set = 0; set < S; ++set) vec_warp_row_windows(key_limit[set], row_mask[set], row_slope[set], a, x, t, 8 * set);
   const int last_key = a.n_kv - 1;
 
-  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
+  float m_run[S][2], l_run[S][2];
+  TURBO3_UNROLL
+  for (int set = 0; set < S; ++set) m_run[set][0] = m_run[set][1] = -INFINITY, l_run[set][0] = l_run[set][1] = 0.0f;
   // O'^T per value column block cb (the file's head): acc[cb][b * 4 + kk] holds row 4 cb + t, pairs
   // kk (elements 0, 1) and kk + 4 (2, 3) of chunk g of block b.
   constexpr int v_tiles = C::blocks * 4;
@@ -1018,6 +1087,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, (vec_warp_min_block
   vec_warp_q_bytes_of<C> q_hi, q_lo;
   float score_unit[2] = {1.0f, 1.0f};
   vec_warp_load_q(q_frag, q_hi, q_lo, score_unit, queries, a, smem, lut, warp, lane, g, t);
+  const uint2* q_smem = reinterpret_cast<const uint2*>(smem + C::q_smem_offset) + lane;
 
   // ---- the group loop, one copy per staging form (vec_warp_with_row_unit) -----------------------
   vec_warp_with_row_unit(row_unit, [&](auto unit_c) {
@@ -1054,43 +1124,51 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, (vec_warp_min_block
           v_raw[b][k] = vec_warp_load_chunk<VS, unit>(v_tile + vec_warp_value_key(k, t) * v_row_pitch, b, g);
       }
 
-      // ---- scores S (16 keys x 8 rows); rows past n hold stale bytes and are masked below --------
+      // ---- scores (16 keys x 8 rows per set); rows past n hold stale bytes and are masked below --
       // The rows of keys g and g + 8, here: computed in vec_warp_scores, they take other address
       // arithmetic.
       const char* row_a = k_tile + g * k_row_pitch;
       const char* row_b = row_a + 8 * k_row_pitch;
-      float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // (key g, row 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1)
-      vec_warp_scores<C, unit>(s, row_a, row_b, q_frag, q_hi, q_lo, score_unit, lut, t);
+      float s[S][4] = {};  // per set n: (key g, row 8n + 2t), (g, 8n + 2t+1), (g+8, 8n + 2t), (g+8, 8n + 2t+1)
+      vec_warp_scores<C, unit>(s, row_a, row_b, q_frag, q_smem, q_hi, q_lo, score_unit, lut, t);
 
       vec_warp_early_values<C> v_early;
       vec_warp_decode_early<C>(v_early, v_raw, lut);
 
       // ---- online softmax, in registers: row max over the 16 keys is a reduction over g ---------
-      vec_warp_mask_scores<MASKED>(s, a, key_limit, row_mask, row_slope, j0, last_key, g);
+      TURBO3_UNROLL
+      for (int set = 0; set < S; ++set)
+        vec_warp_mask_scores<MASKED>(s[set], a, key_limit[set], row_mask[set], row_slope[set], j0, last_key, g);
       // Once a few groups are in, the running maxima rarely grow: where no score of the group exceeds
       // its row's running maximum in any lane (one vote), the maxima stay, alpha is 1 and the
       // reduction over the key lanes is skipped; the values are the full update's to the bit. This
       // update stays in the kernel: as a function it compiles to other code (the vote's condition
       // without the branch where it short-circuits, other register moves).
-      float p[4], alpha[2] = {1.0f, 1.0f};
-      const bool update =
-          platform::any_in_warp(s[0] > m_run[0] || s[2] > m_run[0] || s[1] > m_run[1] || s[3] > m_run[1]);
+      float p[S][4], alpha[S][2];
+      auto grows = [&](int set) {
+        return s[set][0] > m_run[set][0] || s[set][2] > m_run[set][0] || s[set][1] > m_run[set][1] ||
+               s[set][3] > m_run[set][1];
+      };
+      const bool update = platform::any_in_warp(S == 1 ? grows(0) : grows(0) || grows(S - 1));
       TURBO3_UNROLL
-      for (int e = 0; e < 2; ++e) {
-        float m_new = m_run[e];
-        if (update) {  // warp-uniform
-          float mx = fmaxf(s[e], s[e + 2]);
-          TURBO3_UNROLL
-          for (int o = 4; o < 32; o *= 2) mx = fmaxf(mx, platform::shfl_xor(mx, o));
-          m_new = fmaxf(m_run[e], mx);
-          alpha[e] = m_new == -INFINITY ? 1.0f : platform::exp2_fast(m_run[e] - m_new);
+      for (int set = 0; set < S; ++set)
+        TURBO3_UNROLL
+        for (int e = 0; e < 2; ++e) {
+          float m_new = m_run[set][e];
+          alpha[set][e] = 1.0f;
+          if (update) {  // warp-uniform
+            float mx = fmaxf(s[set][e], s[set][e + 2]);
+            TURBO3_UNROLL
+            for (int o = 4; o < 32; o *= 2) mx = fmaxf(mx, platform::shfl_xor(mx, o));
+            m_new = fmaxf(m_run[set][e], mx);
+            alpha[set][e] = m_new == -INFINITY ? 1.0f : platform::exp2_fast(m_run[set][e] - m_new);
+          }
+          const float m_ref = m_new == -INFINITY ? 0.0f : m_new;  // no visible key yet: exp2(-inf) = 0
+          p[set][e] = platform::exp2_fast(s[set][e] - m_ref);
+          p[set][e + 2] = platform::exp2_fast(s[set][e + 2] - m_ref);
+          l_run[set][e] = l_run[set][e] * alpha[set][e] + p[set][e] + p[set][e + 2];
+          m_run[set][e] = m_new;
         }
-        const float m_ref = m_new == -INFINITY ? 0.0f : m_new;  // no visible key yet: exp2(-inf) = 0
-        p[e] = platform::exp2_fast(s[e] - m_ref);
-        p[e + 2] = platform::exp2_fast(s[e + 2] - m_ref);
-        l_run[e] = l_run[e] * alpha[e] + p[e] + p[e + 2];
-        m_run[e] = m_new;
-      }
 
       vec_warp_rescale<C>(acc, alpha, update, t);
       vec_warp_accumulate_values<v_row_pitch, C>(acc, p, v_raw, v_early, v_tile, n, lut, place_sel, g, t);
