@@ -89,7 +89,7 @@ struct bench_config {
   bool prefill_mask = false;  // also register the /mask variants
   bool head_major = false;  // K/V layout: head-major instead of token-major
   int kv_splits = 0;        // decode split-KV count; 0: the launcher's choice
-  std::vector<int> verify_rows = {4, 8, 16};
+  std::vector<int> verify_rows = {2, 4, 8, 16};
   std::vector<int> verify_depths = {32768, 131072};
   std::vector<int> ubatch_depths = {0, 8192, 32768};
   int ubatch = 512;
@@ -718,7 +718,7 @@ const char* const usage =
     "  --depths=a,b,...     decode context depths (default 4096,32768,131072)\n"
     "  --head-dims=a,b      decode head dims (default 128,256)\n"
     "  --kv-splits=N        decode split-KV count (default: the launcher's choice)\n"
-    "  --verify-rows=a,b    verify query rows (default 4,8,16)\n"
+    "  --verify-rows=a,b    verify query rows (default 2,4,8,16)\n"
     "  --verify-depths=a,b  verify depths (default 32768,131072)\n"
     "  --ubatch=U           ubatch queries (default 512)\n"
     "  --ubatch-depths=a,b  ubatch depths (default 0,8192,32768)\n"
