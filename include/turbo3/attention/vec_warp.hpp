@@ -554,7 +554,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_scores(float (&s)[C::score_sets][
 
 // The score set and the lane t of a score fragment that hold row 4 cb + r of value column block cb
 // (r < 4): rows 8n + 2t and 8n + 2t + 1 sit in lane t of set n.
-TURBO3_DEVICE TURBO3_FORCEINLINE constexpr int vec_warp_set_of(int cb) { return cb >> 1; }
+TURBO3_DEVICE TURBO3_FORCEINLINE int vec_warp_set_of(int cb) { return cb >> 1; }
 TURBO3_DEVICE TURBO3_FORCEINLINE int vec_warp_score_lane_of(int cb, int r) { return 2 * (cb & 1) + (r >> 1); }
 
 // O'^T *= alpha where a maximum grew (rare once the maxima settle): row 4 cb + t's alpha comes
@@ -1145,11 +1145,13 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, (vec_warp_min_block
       // update stays in the kernel: as a function it compiles to other code (the vote's condition
       // without the branch where it short-circuits, other register moves).
       float p[S][4], alpha[S][2];
-      auto grows = [&](int set) {
-        return s[set][0] > m_run[set][0] || s[set][2] > m_run[set][0] || s[set][1] > m_run[set][1] ||
-               s[set][3] > m_run[set][1];
-      };
-      const bool update = platform::any_in_warp(S == 1 ? grows(0) : grows(0) || grows(S - 1));
+      bool grows = false;
+      TURBO3_UNROLL
+      for (int set = 0; set < S; ++set)
+        if (!grows)
+          grows = s[set][0] > m_run[set][0] || s[set][2] > m_run[set][0] || s[set][1] > m_run[set][1] ||
+                  s[set][3] > m_run[set][1];
+      const bool update = platform::any_in_warp(grows);
       TURBO3_UNROLL
       for (int set = 0; set < S; ++set)
         TURBO3_UNROLL
