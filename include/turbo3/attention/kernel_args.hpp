@@ -106,8 +106,9 @@ struct attention_args : attention_views {
   // Kernels that merge their own splits: one counter per (seq, kv_block, q_tile), zero at launch.
   // nullptr: the combine kernel merges them.
   unsigned* split_counters;
-  // With split_counters: false where the combine kernel merges the splits all the same (the
-  // kernel's last work-group of a row set then only resets caller-owned counters).
+  // The kernel's last work-group of a row set merges its splits (only with split_counters); false:
+  // the combine kernel merges them (with split_counters the last work-group still resets
+  // caller-owned counters).
   bool merge_in_kernel;
   // Kernels that hand out their keys at run time (the warp variant): one counter per (seq,
   // kv_block, q_tile) of the chunks claimed so far, zero at launch; nullptr otherwise.

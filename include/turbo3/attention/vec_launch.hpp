@@ -406,7 +406,7 @@ template <int D>
 void launch_vec_dim(const attention_args& a, const vec_plan& plan, data_type k, data_type v, int device,
                     hipStream_t stream) {
   launch_vec_types<D>(a, plan, k, v, device, stream);
-  if (!a.split_counters || !a.merge_in_kernel) launch_vec_combine<D>(a, plan, stream);
+  if (!a.merge_in_kernel) launch_vec_combine<D>(a, plan, stream);
 }
 
 // workspace: vec_workspace_bytes(plan, persistent != nullptr) bytes; persistent: caller-owned
