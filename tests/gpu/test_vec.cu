@@ -84,6 +84,30 @@ TEST_CASE("VEC: the warp kernel over row layouts, shifts, GQA, options; the scal
   run_vec_grid(turbo3_test::decode_warp_grid(), rng, warp, vec_variant::scalar);
 }
 
+// kernels.cu: the wide form's plan launched with its work-groups in `warps` warps.
+namespace turbo3_test {
+turbo3::status run_vec_wide_in_warps(const turbo3::attention_params& p, int warps);
+}
+
+// The wide form takes 8 warps a work-group (vec_warp_wide_warps), 4 where a device cannot hold the
+// 8-warp work-group's shared memory (154 KB at D = 256: consumer GPUs): every wide-form shape of
+// the warp grid again in 4-warp work-groups.
+TEST_CASE("VEC: the wide form in 4-warp work-groups (where 8 do not fit)", "[vec]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x4a4b);
+  int ran = 0;
+  for (const turbo3_test::grid_case& g : turbo3_test::decode_warp_grid()) {
+    attention_problem prob(g.c, rng);
+    INFO(g.c.describe());
+    prob.poison_output();
+    const status s = turbo3_test::run_vec_wide_in_warps(prob.device_params(), 4);
+    if (s == status::unsupported) continue;
+    REQUIRE(s == status::ok);
+    check_nmse(g_vec, prob.compare_with_reference(), g.c.describe() + " in 4-warp work-groups");
+    ++ran;
+  }
+  REQUIRE(ran >= 8);
+}
+
 TEST_CASE("VEC: the warp kernel's deep-context shape (6 warps at D = 256 from 65536 keys)", "[vec][vec-deep]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0xdee9);
   launch_options warp;

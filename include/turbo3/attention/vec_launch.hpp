@@ -98,7 +98,8 @@ void with_vec_kernel(const vec_plan& plan, data_type k, data_type v, bool masked
         } else if (plan.warp_col_blocks == 2) {
           if constexpr (max_col_blocks >= 2) with_shape(std::integral_constant<int, 2>{}, four{});
         } else if constexpr (max_col_blocks >= 4) {
-          with_shape(four{}, four{});
+          if (plan.warp_warps == vec_warp_wide_warps) with_shape(four{}, std::integral_constant<int, vec_warp_wide_warps>{});
+          else with_shape(four{}, four{});
         }
       };
       using T3 = turbo3_warp_side;
@@ -339,7 +340,8 @@ inline vec_plan make_vec_plan(const attention_params& p, const launch_options& o
     plan.variant = vec_variant::warp;
     plan.warp_col_blocks = block_rows <= 4 ? 1 : block_rows <= 8 ? 2 : 4;
     plan.warp_warps = vec_warp_warps(plan.head_dim, plan.warp_col_blocks, p.n_kv(), p.k.type, p.v.type);
-    // 6 warps take 64.5 KB of shared memory: where the device refuses it, 4.
+    // 6 warps take 64.5 KB of shared memory, the wide form's 8 up to 154 KB: where the device
+    // refuses it, 4.
     if (plan.warp_warps != 4 && vec_resident_blocks(plan, p.k.type, p.v.type, p.mask.data != nullptr, device) == 0)
       plan.warp_warps = 4;
     plan.rows = vec_warp_rows_of(plan.warp_col_blocks);

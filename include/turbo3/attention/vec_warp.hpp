@@ -50,6 +50,12 @@ inline constexpr int vec_warp_rows = 8;  // the score fragment's N
 // Rows of a work-group with COL_BLOCKS value column blocks of 4 rows: one score fragment up to 2
 // column blocks, two (the wide form) with 4.
 TURBO3_HD constexpr int vec_warp_rows_of(int col_blocks) { return col_blocks > 2 ? 2 * vec_warp_rows : vec_warp_rows; }
+// The wide form (4 value column blocks, 16 rows) takes 8 warps, one work-group per SM (226 / 254
+// registers at D = 128 / 256): half the splits of two 4-warp work-groups, and twice the warps for
+// the last work-group's split merge, so a quarter of its round trips (2 / 4 at D = 128 / 256 over
+// 8 KV heads, against 8 / 16), which the merge pays with the rest of the GPU idle
+// (docs/performance.md, decode).
+inline constexpr int vec_warp_wide_warps = 8;
 // Work-groups per multiprocessor the kernel is compiled for (the split planner asks the runtime how
 // many fit: launch.hpp, vec_resident_blocks): a cap for more (4: 128 registers) makes the compiler
 // reload the lookup tables and shorten its independent chains, which is slower
@@ -57,10 +63,12 @@ TURBO3_HD constexpr int vec_warp_rows_of(int col_blocks) { return col_blocks > 2
 // (2 fit), 159-163 with 6 warps (2 fit), 140-164 at D = 128 (3 fit).
 inline constexpr int vec_warp_min_blocks = 2;
 // A turbo4 side at D = 128 takes 173-188 registers compiled for 2 (its decode's sign and magnitude
-// lookups), a q8_0 K side up to 173: compiled for 3, as turbo3 fits at D = 128.
-template <int D, class KS, class VS>
+// lookups), a q8_0 K side up to 173: compiled for 3, as turbo3 fits at D = 128. The wide form's
+// 8 warps (vec_warp_wide_warps) fill a multiprocessor's registers alone: 1.
+template <int D, int WARPS, class KS, class VS>
 inline constexpr int vec_warp_min_blocks_of =
-    D == 128 && (KS::type == data_type::turbo4 || VS::type == data_type::turbo4 || KS::type == data_type::q8_0)
+    WARPS == vec_warp_wide_warps ? 1
+    : D == 128 && (KS::type == data_type::turbo4 || VS::type == data_type::turbo4 || KS::type == data_type::q8_0)
         ? 3
         : vec_warp_min_blocks;
 // Keys per unit of a split (one 16-key group per warp): finer than vec_tile, so short contexts
@@ -69,12 +77,12 @@ inline constexpr int vec_warp_min_blocks_of =
 // (at least 2: a warp holds the chunks of its two newest ring slots).
 TURBO3_HD constexpr int vec_warp_split_keys(int warps) { return 16 * warps; }
 inline constexpr int vec_warp_chunk_groups = 2;
-// Warps per work-group: 4, or at D = 256 with one value column block, at least
-// vec_warp_deep_keys keys and turbo3 or turbo2 sides (vec_warp_i8_type: a turbo4 K has no integer
-// scores, and a turbo4 V's decode spills at 168 registers), 6 (two work-groups per SM at 168
-// registers: 3 warps per scheduler instead of 2, without the early V decode). 6 warps pay off only
-// in long contexts: a warp's last chunk takes longer at 3 per scheduler, and short contexts leave
-// warps idle (docs/performance.md, decode).
+// Warps per work-group: 4; 8 in the wide form (vec_warp_wide_warps); 6 at D = 256 with one value
+// column block, at least vec_warp_deep_keys keys and turbo3 or turbo2 sides (vec_warp_i8_type: a
+// turbo4 K has no integer scores, and a turbo4 V's decode spills at 168 registers): two
+// work-groups per SM at 168 registers, 3 warps per scheduler instead of 2, without the early V
+// decode. 6 warps pay off only in long contexts: a warp's last chunk takes longer at 3 per
+// scheduler, and short contexts leave warps idle (docs/performance.md, decode).
 inline constexpr int vec_warp_deep_warps = 6;
 inline constexpr int64_t vec_warp_deep_keys = 65536;
 TURBO3_HD constexpr bool vec_warp_deep_types(data_type k, data_type v) {
@@ -82,7 +90,8 @@ TURBO3_HD constexpr bool vec_warp_deep_types(data_type k, data_type v) {
 }
 TURBO3_HD constexpr int vec_warp_warps(int d, int col_blocks, int64_t n_kv, data_type k_type = data_type::turbo3,
                                        data_type v_type = data_type::turbo3) {
-  return d == 256 && col_blocks == 1 && n_kv >= vec_warp_deep_keys && vec_warp_deep_types(k_type, v_type)
+  return col_blocks > 2 ? vec_warp_wide_warps
+         : d == 256 && col_blocks == 1 && n_kv >= vec_warp_deep_keys && vec_warp_deep_types(k_type, v_type)
              ? vec_warp_deep_warps
              : 4;
 }
@@ -231,7 +240,7 @@ struct vec_warp_config {
   static_assert(merge_rows_per_slot * stages >= ROWS, "a warp's rows (4 per value column block) fit its ring");
   // Q fragments (fp16 form) in registers, or, in the wide form at D = 256 (their 64 registers beside
   // 128 accumulators spill), in shared memory after the ring, [score set][fragment][lane] (one
-  // 8-byte load per multiply, conflict free), written once by warp 0.
+  // 8-byte load per multiply, conflict free), written once, the warps taking turns.
   static constexpr bool q_in_smem = score_sets > 1 && blocks > 1;
   static constexpr int q_smem_offset = staging_bytes;
   static constexpr int q_smem_bytes = q_in_smem ? score_sets * blocks * 2 * 4 * 32 * 8 : 0;
@@ -434,7 +443,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_load_q(vec_warp_q_frags<C>& q_fra
         const uint2 f = make_uint2(platform::pack_half2(v[L::value_of_slot(4 * k)], v[L::value_of_slot(4 * k + 1)]),
                                    platform::pack_half2(v[L::value_of_slot(4 * k + 2)], v[L::value_of_slot(4 * k + 3)]));
         if constexpr (C::q_in_smem) {
-          if (warp == 0) reinterpret_cast<uint2*>(smem + C::q_smem_offset)[(sbh * 4 + k) * 32 + lane] = f;
+          if (sbh % C::n_warps == warp) reinterpret_cast<uint2*>(smem + C::q_smem_offset)[(sbh * 4 + k) * 32 + lane] = f;
         } else {
           q_frag[sbh * 4 + k] = f;
         }
@@ -617,6 +626,17 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_accumulate_values(float (&acc)[CO
       const uint32_t bits = vec_warp_value_key(k, t) < n ? L::scale_bits(v_tile + vec_warp_value_key(k, t) * ROW_PITCH, b) : 0u;
       norm2[b][k] = bits * 0x10001u;  // (norm, norm) as fp16
     }
+  // p of each column block's rows at this lane's value keys, placed in its half: one shuffle and
+  // one byte permute per (column block, key pair) serve every V block.
+  uint32_t p_placed[COL_BLOCKS][4];
+  TURBO3_UNROLL
+  for (int cb = 0; cb < COL_BLOCKS; ++cb) {
+    const int src_t = vec_warp_score_lane_of(cb, g >> 1), set = vec_warp_set_of(cb);
+    TURBO3_UNROLL
+    for (int k = 0; k < 4; ++k)
+      p_placed[cb][k] = platform::lookup_bytes4(
+          platform::shfl(p_pair[set][k >> 1], 4 * (vec_warp_value_key(k, t) & 7) + src_t), 0u, place_sel);
+  }
   TURBO3_UNROLL
   for (int b = 0; b < C::blocks; ++b) {
     uint32_t dh[4][8];
@@ -631,13 +651,9 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_accumulate_values(float (&acc)[CO
     }
     TURBO3_UNROLL
     for (int cb = 0; cb < COL_BLOCKS; ++cb) {
-      const int src_t = vec_warp_score_lane_of(cb, g >> 1), set = vec_warp_set_of(cb);
       uint32_t bq[4];
       TURBO3_UNROLL
-      for (int k = 0; k < 4; ++k) {
-        const uint32_t pair = platform::shfl(p_pair[set][k >> 1], 4 * (vec_warp_value_key(k, t) & 7) + src_t);
-        bq[k] = platform::mul_half2_bits(platform::lookup_bytes4(pair, 0u, place_sel), norm2[b][k]);
-      }
+      for (int k = 0; k < 4; ++k) bq[k] = platform::mul_half2_bits(p_placed[cb][k], norm2[b][k]);
       TURBO3_UNROLL
       for (int kb = 0; kb < 2; ++kb)
         TURBO3_UNROLL
@@ -1023,7 +1039,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_combine_warps(const attention_arg
 // (vec_warp_warps). KS, VS: the K and V sides (vec_warp_sides.hpp). Shared memory is dynamic,
 // C::smem_bytes (64.5 KB for turbo3 with 6 warps at D = 256).
 template <int D, bool MASKED, int COL_BLOCKS, int WARPS, class KS, class VS>
-TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, (vec_warp_min_blocks_of<D, KS, VS>))
+TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, (vec_warp_min_blocks_of<D, WARPS, KS, VS>))
     vec_warp_kernel(attention_args a, int head_splits) {
   using C = vec_warp_kernel_config<D, COL_BLOCKS, WARPS, KS, VS>;
   constexpr int S = C::score_sets;
