@@ -278,12 +278,6 @@ bool ggml_cuda_turbo3_serves(int device, const ggml_tensor * dst) {
 
 namespace {
 
-// Nodes that launch nothing (ggml_cuda_is_view_or_noop's list).
-static bool launches_nothing(const ggml_tensor * t) {
-    return ggml_is_empty(t) || t->op == GGML_OP_RESHAPE || t->op == GGML_OP_TRANSPOSE || t->op == GGML_OP_VIEW ||
-           t->op == GGML_OP_PERMUTE || t->op == GGML_OP_NONE;
-}
-
 static bool overlap(const ggml_tensor * a, const void * b_data, size_t b_bytes) {
     if (!a || !a->data || !b_data) return false;
     const auto a0 = reinterpret_cast<uintptr_t>(a->data), b0 = reinterpret_cast<uintptr_t>(b_data);
@@ -334,7 +328,8 @@ bool ggml_cuda_turbo3_flash_attn_ext(ggml_backend_cuda_context & ctx, ggml_tenso
     return true;
 }
 
-int ggml_cuda_turbo3_fuse_rotations(ggml_backend_cuda_context & ctx, const ggml_cgraph * graph, int i) {
+int ggml_cuda_turbo3_fuse_rotations(ggml_backend_cuda_context & ctx, const ggml_cgraph * graph, int i,
+                                    bool (*launches_nothing)(const ggml_tensor *)) {
     ggml_tensor * rotate_q = graph->nodes[i];
     if (rotate_q->op != GGML_OP_TURBO_WHT || !fuse_enabled()) {
         return 0;

@@ -22,10 +22,12 @@ bool ggml_cuda_turbo3_set_rows(ggml_backend_cuda_context & ctx, ggml_tensor * ds
 bool ggml_cuda_turbo3_turbo_wht(ggml_backend_cuda_context & ctx, ggml_tensor * dst);
 
 // Unless GGML_TURBO3_FUSE_WHT=0: where graph node i is the fork's rotation of Q and the graph goes on
-// (through nodes that launch nothing) to a served FLASH_ATTN_EXT reading it and the rotation of that
-// node's output, runs the three as one library call with the rotations inside its kernels and returns
-// how many nodes after i it covered; else returns 0, having launched nothing.
-int ggml_cuda_turbo3_fuse_rotations(ggml_backend_cuda_context & ctx, const ggml_cgraph * graph, int i);
+// (through nodes that launch nothing: the backend's own test, launches_nothing) to a served
+// FLASH_ATTN_EXT reading it and the rotation of that node's output, runs the three as one library
+// call with the rotations inside its kernels and returns how many nodes after i it covered; else
+// returns 0, having launched nothing.
+int ggml_cuda_turbo3_fuse_rotations(ggml_backend_cuda_context & ctx, const ggml_cgraph * graph, int i,
+                                    bool (*launches_nothing)(const ggml_tensor *));
 
 // CUDA-graph bookkeeping for the exit summary: one call per capture and per graph launch.
 void ggml_cuda_turbo3_note_graph_capture();
