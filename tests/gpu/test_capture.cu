@@ -114,16 +114,17 @@ TEST_CASE("capture: deep-context decode (65573 keys) with the arena allocator, 2
 // Caller-owned counters (launch_options::counters): each call leaves them zero for the next, so
 // eager calls and graph replays that share them stay correct (a call that left a count behind
 // would skip keys in the next one); too little memory or a misaligned pointer is refused. Two
-// shapes: one decode row (the warp kernel merges its splits), and 16 rows per KV head over two KV
-// heads, whose many splits the combine kernel merges (vec_warp_combines).
+// shapes: one decode row (the warp kernel merges its splits), and GQA 8 over one KV head at
+// D = 256, whose 141 splits the combine kernel merges (36 merge round trips per warp:
+// vec_warp_combines).
 TEST_CASE("capture: decode with caller-owned counters, eager and 20 replays, left zero", "[capture][counters]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0xc0c0);
-  attention_case wide = decode_case();
-  wide.head_dim = 128;
-  wide.n_head = 32;
-  wide.n_head_kv = 2;
-  wide.n_kv = 9001;
-  for (const attention_case& c : {decode_case(), wide}) {
+  attention_case one_kv_head = decode_case();
+  one_kv_head.head_dim = 256;
+  one_kv_head.n_head = 8;
+  one_kv_head.n_head_kv = 1;
+  one_kv_head.n_kv = 9001;
+  for (const attention_case& c : {decode_case(), one_kv_head}) {
   INFO(c.describe());
   attention_problem prob(c, rng);
   hipStream_t stream;

@@ -230,6 +230,17 @@ inline bool vec_warp_reads(const attention_params& p) {
 inline int vec_warp_max_rows_of(const attention_params& p) {
   return vec_warp_max_rows(static_cast<int>(p.head_dim_v()), p.k.type, p.v.type);
 }
+// The rows a work-group of the warp kernel is laid out for: vec_warp_max_rows_of, but at D = 256
+// the wide form (16 rows) only over at least vec_warp_wide_min_row_sets KV heads x sequences. Over
+// fewer, two 8-row work-groups per KV head are faster (H100, depth 32768, 16 rows per KV head, two
+// 8-row work-groups against the wide form: over 2 KV heads 35.2 against 44.1 us, over 8 72.6
+// against 65.7; at D = 128 24.6 against 21.6 and 44.6 against 39.1; docs/performance.md, verify).
+inline constexpr int64_t vec_warp_wide_min_row_sets = 8;
+inline int vec_warp_layout_rows(const attention_params& p) {
+  const int rows = vec_warp_max_rows_of(p);
+  const bool few_row_sets = p.n_head_kv() * p.n_seq() < vec_warp_wide_min_row_sets;
+  return rows > vec_warp_rows && p.head_dim_v() == 256 && few_row_sets ? vec_warp_rows : rows;
+}
 
 // warp: the layout of the warp kernel (vec_warp_reads), else the scalar and matrix kernels'.
 inline vec_row_layout vec_rows_of(const attention_params& p, bool warp) {
@@ -239,7 +250,7 @@ inline vec_row_layout vec_rows_of(const attention_params& p, bool warp) {
   // The warp kernel takes no more rows than its column blocks hold (D = 512: 4), and as many
   // queries per work-group as fill them: each key is unpacked once for all of them (a verify
   // batch). The scalar and matrix kernels take at most 2 queries per work-group.
-  const int max_rows = warp ? vec_warp_max_rows_of(p) : vec_max_rows(head_dim);
+  const int max_rows = warp ? vec_warp_layout_rows(p) : vec_max_rows(head_dim);
   l.head_splits = (gqa + max_rows - 1) / max_rows;
   while (gqa % l.head_splits != 0) ++l.head_splits;
   l.heads_per_block = gqa / l.head_splits;
@@ -292,12 +303,13 @@ inline bool vec_takes_verify_batch(const attention_params& p) {
 // Whether the combine kernel merges the warp kernel's splits. The kernel's own merge runs in the
 // last work-group of a row set with the rest of the GPU idle: each of its warps takes a (row,
 // 128-value group) after another, one round trip per vec_merge_batch splits
-// (merge_splits_if_last), and one multiprocessor reads every split's rows. 16 rows over two KV
-// heads (two row sets, each split 128 ways) take 32 round trips at D = 128 and 64 at D = 256, and
-// the call 1.4x and 2.7x the time of two 8-row work-groups per KV head (docs/performance.md,
-// verify); up to 16 (16 rows over 8 KV heads at D = 256) the kernel's merge is measured and kept.
-// Past that the combine kernel, a second launch spread over every row, merges.
-inline constexpr int vec_warp_merge_max_round_trips = 16;
+// (merge_splits_if_last), and one multiprocessor reads every split's rows. The combine kernel is a
+// second launch whose threads each loop over every split, so it pays only where the kernel's merge
+// takes many round trips: at 24 and 32 (GQA 8 decode over 2 KV heads, D = 128 / 256) the call is
+// 1.7x / 1.2x faster with the kernel's merge; at 64 (16 rows over 2 KV heads in 4-warp work-groups
+// at D = 256) it took 94.7 us with the kernel's merge and 49.6 with the combine kernel
+// (docs/performance.md, verify).
+inline constexpr int vec_warp_merge_max_round_trips = 32;
 inline bool vec_warp_combines(int rows, int head_dim, int warps, int n_splits) {
   const int items_per_warp = (rows * (head_dim / block_values) + warps - 1) / warps;
   return items_per_warp * ((n_splits + vec_merge_batch - 1) / vec_merge_batch) > vec_warp_merge_max_round_trips;
