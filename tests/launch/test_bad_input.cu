@@ -271,6 +271,56 @@ TEST_CASE("D = 512: TILE serves prefill, VEC decode and verify batches; D_k != D
       }
 }
 
+// The warp decode kernel's layout and merge rules (host only): the wide form (16 rows a
+// work-group, 8 warps) at D = 128 over any number of KV heads and at D = 256 over at least 8 KV
+// heads x sequences, two 8-row work-groups per KV head at D = 256 over fewer (a verify batch still
+// goes to the decode kernel, in two query tiles); 8 rows for pairs without the wide form; the
+// combine kernel only past 32 merge round trips per warp.
+TEST_CASE("VEC warp kernel: the wide form by head dim and KV heads; the combine kernel past 32 round trips", "[routing]") {
+  struct layout_case {
+    const char* name;
+    data_type k_type;
+    int64_t d, n_head, n_head_kv, n_q, n_seq;
+    int heads_per_block, ncols, q_tiles;
+  };
+  const layout_case cases[] = {
+      {"D 128, GQA 16 decode over 2 KV heads: wide", data_type::turbo3, 128, 32, 2, 1, 1, 16, 1, 1},
+      {"D 256, GQA 16 decode over 2 KV heads: two 8-row work-groups", data_type::turbo3, 256, 32, 2, 1, 1, 8, 1, 1},
+      {"D 256, GQA 16 decode over 8 KV heads: wide", data_type::turbo3, 256, 128, 8, 1, 1, 16, 1, 1},
+      {"D 256, GQA 2 x 8 queries over 2 KV heads: two query tiles", data_type::turbo3, 256, 4, 2, 8, 1, 2, 4, 2},
+      {"D 256, GQA 2 x 8 queries over 2 KV heads x 4 sequences: wide", data_type::turbo3, 256, 4, 2, 8, 4, 2, 8, 1},
+      {"D 128, GQA 2 x 8 queries over 2 KV heads: wide", data_type::turbo3, 128, 4, 2, 8, 1, 2, 8, 1},
+      {"D 128, q8_0 K, GQA 16 decode over 8 KV heads: 8 rows", data_type::q8_0, 128, 128, 8, 1, 1, 8, 1, 1},
+  };
+  for (const layout_case& c : cases) {
+    INFO(c.name);
+    attention_params p;
+    p.q.type = data_type::f32;
+    p.q.ne[0] = c.d; p.q.ne[1] = c.n_q; p.q.ne[2] = c.n_head; p.q.ne[3] = c.n_seq;
+    for (tensor_view* t : {&p.k, &p.v}) {
+      t->type = t == &p.k ? c.k_type : data_type::turbo3;
+      t->ne[0] = c.d; t->ne[1] = 32768; t->ne[2] = c.n_head_kv; t->ne[3] = c.n_seq;
+    }
+    REQUIRE(detail::vec_warp_reads(p));
+    const detail::vec_row_layout l = detail::vec_rows_of(p, true);
+    CHECK(l.heads_per_block == c.heads_per_block);
+    CHECK(l.ncols == c.ncols);
+    CHECK(l.q_tiles == c.q_tiles);
+    if (c.n_q > 2) CHECK(detail::vec_takes_verify_batch(p));
+  }
+  // rows, D, warps, splits: the round trips of the kernel's own merge are rows x D / 128 / warps
+  // (rounded up) times the batches of vec_merge_batch splits
+  CHECK_FALSE(detail::vec_warp_combines(8, 128, 4, 198));  // GQA 8 over 2 KV heads at D = 128: 24
+  CHECK_FALSE(detail::vec_warp_combines(8, 256, 4, 132));  // ... at D = 256: 32
+  CHECK(detail::vec_warp_combines(8, 256, 4, 141));        // GQA 8 over one KV head, 141 splits: 36
+  CHECK_FALSE(detail::vec_warp_combines(16, 256, 8, 66));  // the wide form over 2 KV heads: 16
+  CHECK(detail::vec_warp_combines(16, 256, 4, 132));       // ... in 4-warp work-groups: 64
+  CHECK(detail::vec_warp_warps(128, 4, 1024) == detail::vec_warp_wide_warps);
+  CHECK(detail::vec_warp_warps(256, 4, 131072) == detail::vec_warp_wide_warps);
+  CHECK(detail::vec_warp_warps(256, 1, 131072) == detail::vec_warp_deep_warps);
+  CHECK(detail::vec_warp_warps(256, 2, 131072) == 4);
+}
+
 // The MMA kernel's 16-byte staged copies read whole segments past a row unless the segment would
 // cross view_end; so view_end must be exactly one past the highest byte any row of the view owns.
 TEST_CASE("kernel arguments: view_end is one past the highest row end, for packed, token-major and strided views", "[views]") {
