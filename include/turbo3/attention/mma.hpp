@@ -1533,12 +1533,10 @@ TURBO3_DEVICE void mma_body(const prefill_args& a) {
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / C::wave, lane = tid % C::wave;
   const prefill_block blk = prefill_block_of(a);
-  const int q_tile = blk.q_tile, kv_head = blk.kv_head, head_group = blk.head_group, seq = blk.seq;
   const turbo3_lut lut = lut_for<KL, VL>(a.lut);
-
-  int kv_end = prefill_kv_end(a, q_tile);
-  const char* const k_head = a.k + kv_head * a.k_nb2 + seq * a.k_nb3;
-  const char* const v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
+  const prefill_work_group work = prefill_work_group_of(a, blk);
+  const int q_tile = work.q_tile, kv_head = work.kv_head, head_group = work.head_group, seq = work.seq;
+  int kv_end = work.kv_end;  // with a mask, its largest visible end (below)
 
   // ---- Q: prescaled, rotated when asked, to f16 in K's slot order --------------------------------
   mma_load_q<D, KL, C>(a, [&](int r, int d) { return q16 + r * C::ldq + d; }, q_stage, kv_head, head_group, q_tile, seq,
@@ -1549,9 +1547,8 @@ TURBO3_DEVICE void mma_body(const prefill_args& a) {
   auto window_end = [&](const prefill_row& row) { return prefill_window_end(a, row, kv_end); };
   int* const mask_end_s = reinterpret_cast<int*>(row_s);  // [rows], free until the first tile
   if (a.mask) kv_end = mask_visible_ends<C::rows, C::threads>(a, kv_head, head_group, q_tile, seq, tid, mask_end_s, window_end);
-  // A row's window: its causal end, and with a mask its visible end.
   auto row_window_end = [&](const prefill_row& row, int r) {
-    return a.mask ? min(window_end(row), mask_visible_end_of(a, mask_end_s, r)) : window_end(row);
+    return prefill_row_window_end(a, row, r, kv_end, mask_end_s);
   };
 
   // ---- softmax state: per row in the scratch; per fragment row where accumulators are A operands --
@@ -1571,8 +1568,8 @@ TURBO3_DEVICE void mma_body(const prefill_args& a) {
   for (int n = 0; n < C::n_tiles_d; ++n) platform::frag_zero(o_acc[n]);
 
   // ---- the key tiles: this work-group's (all of them, or its split's run) --------------------------
-  const key_tile_range tiles = prefill_key_tiles(a, kv_end, C::keys, blk.split);
-  mma_kv_tiles<KL, VL, C> kv(a, lut, k_head, v_head, kv_end, tiles, k16, v16, smem + C::off_s, warp, tid);
+  const key_tile_range tiles = prefill_key_tiles(a, kv_end, C::keys, work.split);
+  mma_kv_tiles<KL, VL, C> kv(a, lut, work.k_head, work.v_head, kv_end, tiles, k16, v16, smem + C::off_s, warp, tid);
   [[maybe_unused]] mma_tile_raw<KL, VL, C> raw;  // register prefetch (as a member of kv, the code changes)
   kv.start(raw);
   for (int t = tiles.begin; t < tiles.end; ++t) {
@@ -1608,7 +1605,8 @@ TURBO3_DEVICE void mma_body(const prefill_args& a) {
     // Each warp stores its own rows: no shared memory, no barrier. The stores stay in the body:
     // behind one more function, the Q load's registers come out in another order.
     if (a.kv_splits > 1) {
-      mma_store_partial_fragments<D, VL, C>(a, o_acc, m_lane, l_lane, warp, kv_head, head_group, q_tile, seq, blk.split);
+      mma_store_partial_fragments<D, VL, C>(a, o_acc, m_lane, l_lane, warp, kv_head, head_group, q_tile, seq,
+                                            work.split);
       return;
     }
     float lane_factor[R];
@@ -1617,7 +1615,7 @@ TURBO3_DEVICE void mma_body(const prefill_args& a) {
     else mma_store_out_plain_fragments<D, VL, C>(a, o_acc, lane_factor, kv_head, head_group, q_tile, seq, tid);
   } else {
     mma_store_out_through_shared<D, VL, C>(a, softmax, o_acc, out_s, row_s, warp, kv_head, head_group, q_tile, seq,
-                                           blk.split, tid);
+                                           work.split, tid);
   }
 }
 

@@ -351,21 +351,19 @@ TURBO3_DEVICE void mma_wg_body(const prefill_args& a) {
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / C::wave, wg = platform::shfl(warp / 4, 0);  // one per warp: uniform descriptors
   const prefill_block blk = prefill_block_of(a);
-  const int q_tile = blk.q_tile, kv_head = blk.kv_head, head_group = blk.head_group, seq = blk.seq;
   const turbo3_lut lut = lut_for<KL, VL>(a.lut);
-
-  int kv_end = prefill_kv_end(a, q_tile);
-  const char* const k_head = a.k + kv_head * a.k_nb2 + seq * a.k_nb3;
-  const char* const v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
+  const prefill_work_group work = prefill_work_group_of(a, blk);
+  const int q_tile = work.q_tile, kv_head = work.kv_head, head_group = work.head_group, seq = work.seq;
+  int kv_end = work.kv_end;  // with a mask, its largest visible end (below)
   const wg_fills<KL, C> fills{a,
                               sm,
                               lut,
-                              k_head,
-                              v_head,
+                              work.k_head,
+                              work.v_head,
                               kv_end,
                               tid,
-                              static_cast<uint32_t>(reinterpret_cast<uintptr_t>(k_head)),
-                              static_cast<uint32_t>(reinterpret_cast<uintptr_t>(v_head))};
+                              static_cast<uint32_t>(reinterpret_cast<uintptr_t>(work.k_head)),
+                              static_cast<uint32_t>(reinterpret_cast<uintptr_t>(work.v_head))};
   fills.start();
 
   // ---- Q: prescaled, rotated when asked, f16 in K's slot order, swizzled -------------------------
@@ -378,7 +376,7 @@ TURBO3_DEVICE void mma_wg_body(const prefill_args& a) {
   auto window_end = [&](const prefill_row& row) { return prefill_window_end(a, row, kv_end); };
   if (a.mask) kv_end = mask_visible_ends<C::rows, C::threads>(a, kv_head, head_group, q_tile, seq, tid, mask_end_s, window_end);
   auto row_window_end = [&](const prefill_row& row, int r) {
-    return a.mask ? min(window_end(row), mask_visible_end_of(a, mask_end_s, r)) : window_end(row);
+    return prefill_row_window_end(a, row, r, kv_end, mask_end_s);
   };
   constexpr int R = platform::frag_acc_rows;
   mma_lane_row lane_rows[R];
@@ -478,7 +476,7 @@ TURBO3_DEVICE void mma_wg_body(const prefill_args& a) {
   }
   platform::async_wait<0>();
 
-  wg_store_out<D, VL, C>(a, o_acc, m_lane, l_lane, warp, kv_head, head_group, q_tile, seq, blk.split, tid);
+  wg_store_out<D, VL, C>(a, o_acc, m_lane, l_lane, warp, kv_head, head_group, q_tile, seq, work.split, tid);
 }
 
 // ---- warp-specialized form: producer warpgroups fill the K/V tiles, two consume them -------------
@@ -726,17 +724,15 @@ TURBO3_DEVICE void mma_wg_producer_body(const prefill_args& a) {
   const bool producer = tid < PT;
   const bool v_role = split && tid >= FT;  // one value per warpgroup
   const int ftid = split ? tid % FT : tid;
-  const prefill_block blk = prefill_block_of(a);
-  const int q_tile = blk.q_tile, kv_head = blk.kv_head, head_group = blk.head_group, seq = blk.seq;
-  int kv_end = prefill_kv_end(a, q_tile);
-  const char* const k_head = a.k + kv_head * a.k_nb2 + seq * a.k_nb3;
-  const char* const v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
+  const prefill_work_group work = prefill_work_group_of(a, prefill_block_of(a));
+  const int q_tile = work.q_tile, kv_head = work.kv_head, head_group = work.head_group, seq = work.seq;
+  int kv_end = work.kv_end;  // with a mask, its largest visible end (key_tiles)
   // Tile t of the loops below is key tile tile0 + t; the fills stop at key_end (kv_end, or the end
   // of this work-group's key split). Both are set once the mask's windows are known (key_tiles).
   int tile0 = 0, key_end = kv_end;
   const bool split_keys = a.kv_splits > 1;
 
-  const wg_producer_fills<L, C> fills{a, sm, k_head, v_head, tile0, key_end, tid, ftid};
+  const wg_producer_fills<L, C> fills{a, sm, work.k_head, work.v_head, tile0, key_end, tid, ftid};
 
   // The first tiles' copies (tiles 0 and 1 for turbo3, 0 for f16). Without a key split they go out
   // before Q is read (kv_end without the mask); a split's first tile is known once the mask's
@@ -756,7 +752,7 @@ TURBO3_DEVICE void mma_wg_producer_body(const prefill_args& a) {
   auto key_tiles = [&] {
     platform::sync_threads();  // Q's runs are in q16
     if (a.mask) kv_end = mask_visible_ends<C::rows, ALL>(a, kv_head, head_group, q_tile, seq, tid, mask_end_s, window_end);
-    const key_tile_range range = prefill_key_tiles(a, kv_end, C::keys, blk.split);
+    const key_tile_range range = prefill_key_tiles(a, kv_end, C::keys, work.split);
     tile0 = range.begin;
     key_end = min(kv_end, range.end * C::keys);
     return range.end - range.begin;
@@ -789,7 +785,7 @@ TURBO3_DEVICE void mma_wg_producer_body(const prefill_args& a) {
     platform::named_barrier_sync(C::bar_consumers, ALL - PT);
   }
   auto row_window_end = [&](const prefill_row& row, int r) {
-    return a.mask ? min(window_end(row), mask_visible_end_of(a, mask_end_s, r)) : window_end(row);
+    return prefill_row_window_end(a, row, r, kv_end, mask_end_s);
   };
   constexpr int R = platform::frag_acc_rows;
   mma_lane_row lane_rows[R];
@@ -831,7 +827,7 @@ TURBO3_DEVICE void mma_wg_producer_body(const prefill_args& a) {
     if (t + 2 < n_tiles) platform::named_barrier_arrive(C::bar_v_empty + b, full_count);
   }
 
-  wg_store_out<D, L, C>(a, o_acc, m_lane, l_lane, cw, kv_head, head_group, q_tile, seq, blk.split, ctid);
+  wg_store_out<D, L, C>(a, o_acc, m_lane, l_lane, cw, kv_head, head_group, q_tile, seq, work.split, ctid);
 }
 
 template <int D, class L, class C, bool MASKED>

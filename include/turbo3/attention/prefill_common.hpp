@@ -1,8 +1,8 @@
 // What the prefill kernels (TILE and MMA: the fragment and warpgroup kernels) share: their
 // arguments (prefill_args), which rows and keys a work-group serves (prefill_row_of,
-// prefill_block_of, prefill_key_tiles), the causal window and the mask's visible ends, the row-wise
-// Q load and output store, the grid and its launch (launch_prefill_grid), and the key-split merge
-// (prefill_merge_kernel).
+// prefill_block_of, prefill_work_group_of, prefill_key_tiles), the causal window and the mask's
+// visible ends (prefill_row_window_end), the row-wise Q load and output store, the grid and its
+// launch (launch_prefill_grid), and the key-split merge (prefill_merge_kernel).
 #pragma once
 
 #include <cstddef>
@@ -133,6 +133,21 @@ TURBO3_DEVICE TURBO3_FORCEINLINE int prefill_window_end(const prefill_args& a, c
   return a.causal ? min(kv_end, row.query + a.n_kv - a.n_q + 1) : kv_end;
 }
 
+// What every prefill kernel works out first: its block, the keys it can see before the mask
+// (prefill_kv_end) and key 0 of its KV head's K and V rows in its sequence. The block (b:
+// prefill_block_of) is an argument because the kernels set up their tables (lut_for) between the
+// two, an order their generated code depends on.
+struct prefill_work_group : prefill_block {
+  int kv_end;
+  const char* k_head;
+  const char* v_head;
+};
+TURBO3_DEVICE TURBO3_FORCEINLINE prefill_work_group prefill_work_group_of(const prefill_args& a,
+                                                                          const prefill_block& b) {
+  return {b, prefill_kv_end(a, b.q_tile), a.k + b.kv_head * a.k_nb2 + b.seq * a.k_nb3,
+          a.v + b.kv_head * a.v_nb2 + b.seq * a.v_nb3};
+}
+
 // A row's output factor from its running maximum m and sum l (base 2): 1 / (sum + sink term),
 // scaled to the common maximum; 0 for a row that saw no key (sink or not).
 TURBO3_DEVICE TURBO3_FORCEINLINE float prefill_row_factor(const prefill_args& a, const prefill_row& row, float m, float l) {
@@ -202,6 +217,14 @@ TURBO3_DEVICE int mask_visible_ends(const prefill_args& a, int kv_head, int head
 TURBO3_DEVICE TURBO3_FORCEINLINE int mask_visible_end_of(const prefill_args& a, const int* row_end_s, int r) {
   const int share = a.mask_ne2 == 1 ? a.heads_per_block : 1;
   return row_end_s[r - r % share];
+}
+
+// Row r's window end: its causal end within kv_end, and where the call has a mask, its visible
+// end (row_end_s of mask_visible_ends).
+TURBO3_DEVICE TURBO3_FORCEINLINE int prefill_row_window_end(const prefill_args& a, const prefill_row& row, int r,
+                                                            int kv_end, const int* row_end_s) {
+  return a.mask ? min(prefill_window_end(a, row, kv_end), mask_visible_end_of(a, row_end_s, r))
+                : prefill_window_end(a, row, kv_end);
 }
 
 // Row-wise Q load and output store of a TILE or MMA work-group. A warp takes whole rows: where a

@@ -670,12 +670,11 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
   float* const s_s = kv_s + C::kv_tiles * C::kv_floats;      // [keys][ss]: scores, then probabilities
   float* const row_s = s_s + C::s_floats;                    // [rows]: rescale factors
   const int tid = static_cast<int>(threadIdx.x);
-  const prefill_block block = prefill_block_of(a);
-  const int q_tile = block.q_tile, kv_head = block.kv_head, head_group = block.head_group, seq = block.seq;
+  const prefill_block blk = prefill_block_of(a);
   const turbo3_lut lut = lut_for<KL, VL>(a.lut);
-  int kv_end = prefill_kv_end(a, q_tile);
-  const char* const k_head = a.k + kv_head * a.k_nb2 + seq * a.k_nb3;
-  const char* const v_head = a.v + kv_head * a.v_nb2 + seq * a.v_nb3;
+  const prefill_work_group work = prefill_work_group_of(a, blk);
+  const int q_tile = work.q_tile, kv_head = work.kv_head, head_group = work.head_group, seq = work.seq;
+  int kv_end = work.kv_end;  // with a mask, its largest visible end (tile_softmax_row_of)
 
   tile_load_q<D, C>(a, q_s, kv_head, head_group, q_tile, seq, tid);
   tile_softmax_row softmax = tile_softmax_row_of<C>(a, s_s, kv_end, kv_head, head_group, q_tile, seq, tid);
@@ -693,9 +692,9 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
     float* const v_s = kv_s + C::kv_floats;
     if (n_tiles > 0) {
       const int n_valid = min(C::keys, kv_end);
-      tile_load_raw<C>(k_raw, k_head, a.k_nb1, 0, n_valid, tid);
+      tile_load_raw<C>(k_raw, work.k_head, a.k_nb1, 0, n_valid, tid);
       tile_store<C>(k_raw, k_s, n_valid, lut, tid);
-      tile_load_raw<C>(v_raw, v_head, a.v_nb1, 0, n_valid, tid);
+      tile_load_raw<C>(v_raw, work.v_head, a.v_nb1, 0, n_valid, tid);
     }
     platform::sync_threads();
     for (int t = 0; t < n_tiles; ++t) {
@@ -704,29 +703,30 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(C::threads, C::resident) tile_k
       platform::sync_threads();  // scores in s_s, V in v_s; k_s is free
       const bool has_next = t + 1 < n_tiles;
       const int next_valid = min(C::keys, kv_end - j0 - C::keys);
-      if (has_next) tile_load_raw<C>(k_raw, k_head, a.k_nb1, j0 + C::keys, next_valid, tid);
+      if (has_next) tile_load_raw<C>(k_raw, work.k_head, a.k_nb1, j0 + C::keys, next_valid, tid);
       tile_softmax<C>(softmax, a, s_s, row_s, j0);
       platform::sync_threads();
       // After the last tile the decode writes k_s, which nothing reads again.
       products.accumulate_values(o, v_s, min(C::keys, kv_end - j0),
                                  [&](int u) { tile_store_next<C>(k_raw, k_s, lut, tid, u); });
-      if (has_next) tile_load_raw<C>(v_raw, v_head, a.v_nb1, j0 + C::keys, next_valid, tid);
+      if (has_next) tile_load_raw<C>(v_raw, work.v_head, a.v_nb1, j0 + C::keys, next_valid, tid);
       platform::sync_threads();  // the next K in k_s; v_s and the score tile are free
     }
   } else {
     auto no_hook = [](int) {};
-    if (n_tiles > 0) tile_load_raw<C>(k_raw, k_head, a.k_nb1, 0, min(C::keys, kv_end), tid);
+    if (n_tiles > 0) tile_load_raw<C>(k_raw, work.k_head, a.k_nb1, 0, min(C::keys, kv_end), tid);
     for (int t = 0; t < n_tiles; ++t) {
       const int j0 = t * C::keys;
       const int n_valid = min(C::keys, kv_end - j0);
       tile_store<C>(k_raw, kv_s, n_valid, lut, tid);
-      tile_load_raw<C>(v_raw, v_head, a.v_nb1, j0, n_valid, tid);
+      tile_load_raw<C>(v_raw, work.v_head, a.v_nb1, j0, n_valid, tid);
       platform::sync_threads();
       products.compute_scores(kv_s, no_hook);
       platform::sync_threads();
       // V replaces K in the shared tile; the next K tile's loads are issued before the softmax.
       tile_store<C>(v_raw, kv_s, n_valid, lut, tid);
-      if (t + 1 < n_tiles) tile_load_raw<C>(k_raw, k_head, a.k_nb1, j0 + C::keys, min(C::keys, kv_end - j0 - C::keys), tid);
+      if (t + 1 < n_tiles)
+        tile_load_raw<C>(k_raw, work.k_head, a.k_nb1, j0 + C::keys, min(C::keys, kv_end - j0 - C::keys), tid);
       tile_softmax<C>(softmax, a, s_s, row_s, j0);
       platform::sync_threads();
       products.accumulate_values(o, kv_s, n_valid, no_hook);
