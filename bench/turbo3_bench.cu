@@ -321,15 +321,31 @@ bool time_case(benchmark::State& state, prepared_case& c) {
   return true;
 }
 
-// Q and out: f32, [D, n_q, n_head, 1] stored token-major ([n_q][n_head][D]) as an engine has them.
+// Head dim 640 (--head-dims) is MLA's cache as ggml engines keep it: K rows of 640 values, V a
+// view of each row's first 512 (named d640v512); every other head dim is K's and V's.
+inline constexpr int mla_head_dim = 640, mla_v_head_dim = 512;
+int v_head_dim_of(int d) { return d == mla_head_dim ? mla_v_head_dim : d; }
+std::string dim_name(int d) { return "d" + std::to_string(d) + (d == mla_head_dim ? "v" + std::to_string(mla_v_head_dim) : ""); }
+
+// Q and out: f32, [D, n_q, n_head, 1] stored token-major ([n_q][n_head][D]) as an engine has them
+// (out: V's head dim).
 void set_q_out(turbo3::attention_params& p, void* q, void* out, int d, int n_q, int h) {
   using namespace turbo3;
+  const int dv = v_head_dim_of(d);
   p.q.data = q; p.q.type = data_type::f32;
   p.q.ne[0] = d; p.q.ne[1] = n_q; p.q.ne[2] = h; p.q.ne[3] = 1;
   p.q.nb[1] = static_cast<size_t>(d) * h * 4; p.q.nb[2] = static_cast<size_t>(d) * 4; p.q.nb[3] = p.q.nb[1] * n_q;
   p.out.data = out; p.out.type = data_type::f32;
-  p.out.ne[0] = d; p.out.ne[1] = n_q; p.out.ne[2] = h; p.out.ne[3] = 1;
-  p.out.nb[1] = p.q.nb[1]; p.out.nb[2] = p.q.nb[2]; p.out.nb[3] = p.q.nb[3];
+  p.out.ne[0] = dv; p.out.ne[1] = n_q; p.out.ne[2] = h; p.out.ne[3] = 1;
+  p.out.nb[1] = static_cast<size_t>(dv) * h * 4; p.out.nb[2] = static_cast<size_t>(dv) * 4; p.out.nb[3] = p.out.nb[1] * n_q;
+}
+
+// V as MLA's view of K (head dim 640): K's bytes and rows, its first 512 values.
+bool set_v_in_k(turbo3::attention_params& p, int d) {
+  if (d != mla_head_dim) return false;
+  p.v = p.k;
+  p.v.ne[0] = mla_v_head_dim;
+  return true;
 }
 
 // K and V: [D, n_kv, n_head_kv, 1] stored token-major ([n_kv][n_head_kv][row]), or head-major
@@ -403,15 +419,15 @@ std::vector<turbo3::attention_params> attention_sets(prepared_case& c, turbo3::d
   const int H = g_config.n_head, HKV = g_config.n_head_kv;
   const size_t qo_bytes = static_cast<size_t>(d) * n_q * H * 4;
   const size_t k_bytes = row_bytes(k_type, d) * static_cast<size_t>(n_kv) * HKV;
-  const size_t v_bytes = row_bytes(v_type, d) * static_cast<size_t>(n_kv) * HKV;
+  const size_t v_bytes = d == mla_head_dim ? 0 : row_bytes(v_type, d) * static_cast<size_t>(n_kv) * HKV;
   const size_t mask_bytes = mask ? static_cast<size_t>(n_kv) * n_q * 2 : 0;
   const double set_bytes = 2.0 * qo_bytes + static_cast<double>(k_bytes + v_bytes) + mask_bytes;
   const int copies = rotation_copies(set_bytes);
   c.working_set = set_bytes * copies;
   void* k_master = c.alloc(k_bytes);
-  void* v_master = c.alloc(v_bytes);
+  void* v_master = v_bytes > 0 ? c.alloc(v_bytes) : nullptr;
   fill_random(k_master, static_cast<int64_t>(n_kv) * HKV, d, k_type, 1u);
-  fill_random(v_master, static_cast<int64_t>(n_kv) * HKV, d, v_type, 2u);
+  if (v_master) fill_random(v_master, static_cast<int64_t>(n_kv) * HKV, d, v_type, 2u);
   void* m_master = nullptr;
   if (mask) {
     m_master = c.alloc(mask_bytes);
@@ -426,7 +442,7 @@ std::vector<turbo3::attention_params> attention_sets(prepared_case& c, turbo3::d
     fill_random(q, static_cast<int64_t>(n_q) * H, d, data_type::f32, 100u + static_cast<uint32_t>(i));
     set_q_out(p, q, out, d, n_q, H);
     set_kv(p.k, c.copy_of(k_master, k_bytes, i), k_type, d, n_kv, HKV);
-    set_kv(p.v, c.copy_of(v_master, v_bytes, i), v_type, d, n_kv, HKV);
+    if (!set_v_in_k(p, d)) set_kv(p.v, c.copy_of(v_master, v_bytes, i), v_type, d, n_kv, HKV);
     if (mask) {
       p.mask.data = c.copy_of(m_master, mask_bytes, i); p.mask.type = data_type::f16;
       p.mask.ne[0] = n_kv; p.mask.ne[1] = n_q; p.mask.ne[2] = 1; p.mask.ne[3] = 1;
@@ -494,7 +510,7 @@ void decode_benchmark(benchmark::State& state, const std::string& key, const dec
   using namespace turbo3;
   const int H = g_config.n_head, HKV = g_config.n_head_kv;
   const size_t k_bytes = row_bytes(k_type, d) * static_cast<size_t>(depth) * HKV;
-  const size_t v_bytes = row_bytes(v_type, d) * static_cast<size_t>(depth) * HKV;
+  const size_t v_bytes = d == mla_head_dim ? 0 : row_bytes(v_type, d) * static_cast<size_t>(depth) * HKV;
   const double set_bytes = static_cast<double>(k_bytes + v_bytes);
   prepared_case* c = kept_case(key);
   if (!c) {
@@ -504,18 +520,18 @@ void decode_benchmark(benchmark::State& state, const std::string& key, const dec
     const int copies = rotation_copies(set_bytes);
     c->working_set = set_bytes * copies;
     void* k_master = c->alloc(k_bytes);
-    void* v_master = c->alloc(v_bytes);
+    void* v_master = v_bytes > 0 ? c->alloc(v_bytes) : nullptr;
     fill_random(k_master, static_cast<int64_t>(depth) * HKV, d, k_type, 1u);
-    fill_random(v_master, static_cast<int64_t>(depth) * HKV, d, v_type, 2u);
+    if (v_master) fill_random(v_master, static_cast<int64_t>(depth) * HKV, d, v_type, 2u);
     std::vector<attention_params> sets(static_cast<size_t>(copies));
     for (int i = 0; i < copies; ++i) {
       attention_params& p = sets[static_cast<size_t>(i)];
       void* q = c->alloc(static_cast<size_t>(d) * H * 4);
-      void* out = c->alloc(static_cast<size_t>(d) * H * 4);
+      void* out = c->alloc(static_cast<size_t>(v_head_dim_of(d)) * H * 4);
       fill_random(q, H, d, data_type::f32, 3u + static_cast<uint32_t>(i));
       set_q_out(p, q, out, d, 1, H);
       set_kv(p.k, c->copy_of(k_master, k_bytes, i), k_type, d, depth, HKV, kernel.head_major);
-      set_kv(p.v, c->copy_of(v_master, v_bytes, i), v_type, d, depth, HKV, kernel.head_major);
+      if (!set_v_in_k(p, d)) set_kv(p.v, c->copy_of(v_master, v_bytes, i), v_type, d, depth, HKV, kernel.head_major);
       p.scale = 1.0f / std::sqrt(static_cast<float>(d));
       p.rotate_q = g_config.library_rotates_q;
       p.unrotate_out = g_config.library_unrotates_out;
@@ -670,7 +686,7 @@ void register_benchmarks() {
       for (int rows : g_config.verify_rows)
         for (const chunk_kernel& kernel : verify_kernels)
           for (const kv_pair& kv : kv_types) {
-            const std::string name = "verify/" + kernel.name + "/" + kv_name(kv) + "/d" + std::to_string(d) +
+            const std::string name = "verify/" + kernel.name + "/" + kv_name(kv) + "/" + dim_name(d) +
                                      "/nq" + std::to_string(rows) + "/depth" + std::to_string(depth);
             const turbo3::launch_options* o = &kernel.options;
             setup(benchmark::RegisterBenchmark(name.c_str(), [name, o, kv, d, rows, depth](benchmark::State& s) {
@@ -683,7 +699,7 @@ void register_benchmarks() {
       for (const chunk_kernel& kernel : ubatch_kernels)
         for (const kv_pair& kv : kv_types) {
           const int u = g_config.ubatch;
-          const std::string name = "ubatch/" + kernel.name + "/" + kv_name(kv) + "/d" + std::to_string(d) +
+          const std::string name = "ubatch/" + kernel.name + "/" + kv_name(kv) + "/" + dim_name(d) +
                                    "/q" + std::to_string(u) + "/depth" + std::to_string(depth);
           const turbo3::launch_options* o = &kernel.options;
           setup(benchmark::RegisterBenchmark(name.c_str(), [name, o, kv, d, u, depth](benchmark::State& s) {
@@ -695,7 +711,7 @@ void register_benchmarks() {
     for (int depth : g_config.depths)
       for (const decode_kernel& kernel : vec_kernels)
         for (const kv_pair& kv : kv_types) {
-          const std::string name = "decode/" + kernel.name + "/" + kv_name(kv) + "/d" + std::to_string(d) +
+          const std::string name = "decode/" + kernel.name + "/" + kv_name(kv) + "/" + dim_name(d) +
                                    "/depth" + std::to_string(depth);
           const decode_kernel* k = &kernel;
           setup(benchmark::RegisterBenchmark(name.c_str(), [name, k, kv, d, depth](benchmark::State& s) {
@@ -716,7 +732,8 @@ const char* const usage =
     "                       MMA 128 and 256, materialize up to 256; a kernel without one is skipped)\n"
     "  --mask               also run prefill with a full additive f16 mask (suffix /mask)\n"
     "  --depths=a,b,...     decode context depths (default 4096,32768,131072)\n"
-    "  --head-dims=a,b      decode head dims (default 128,256)\n"
+    "  --head-dims=a,b      decode and verify head dims (default 128,256; 640: MLA's cache, K rows of 640\n"
+    "                       values and V a view of their first 512, named d640v512)\n"
     "  --kv-splits=N        decode split-KV count (default: the launcher's choice)\n"
     "  --verify-rows=a,b    verify query rows (default 2,4,8,16)\n"
     "  --verify-depths=a,b  verify depths (default 32768,131072)\n"

@@ -14,7 +14,11 @@
 namespace turbo3_test {
 
 struct attention_case {
-  int head_dim = 128;
+  int head_dim = 128;  // K's (and Q's); V's and the output's too, but where v_in_k
+  // MLA's cache as ggml engines keep it: V is a view of each K row's first v_head_dim values.
+  bool v_in_k = false;
+  int v_head_dim = 0;
+  int head_dim_v() const { return v_in_k ? v_head_dim : head_dim; }
   int n_q = 1, n_kv = 256, n_head = 4, n_head_kv = 4, n_seq = 1;
   turbo3::data_type q_type = turbo3::data_type::f32;
   turbo3::data_type k_type = turbo3::data_type::turbo3, v_type = turbo3::data_type::turbo3;
@@ -33,7 +37,7 @@ struct attention_case {
 
   std::string describe() const {
     using turbo3::to_string;
-    std::string s = "D=" + std::to_string(head_dim) + " n_q=" + std::to_string(n_q) + " n_kv=" + std::to_string(n_kv) +
+    std::string s = "D=" + std::to_string(head_dim) + (v_in_k ? " V=K[:" + std::to_string(v_head_dim) + "]" : "") + " n_q=" + std::to_string(n_q) + " n_kv=" + std::to_string(n_kv) +
                     " heads=" + std::to_string(n_head) + "/" + std::to_string(n_head_kv) + " seq=" + std::to_string(n_seq) +
                     " q=" + to_string(q_type) + " k=" + to_string(k_type) + " v=" + to_string(v_type) +
                     " out=" + to_string(out_type) + " cb=" + to_string(cb);
@@ -119,7 +123,8 @@ class attention_problem {
     q_ = make_tensor(c.q_type, D, c.n_q, c.n_head, c.n_seq, /*token_major=*/false, rng, 1.0f);
     // K/V: the cache layout of an engine, rows of all KV heads of one token adjacent; or head-major.
     k_ = make_tensor(c.k_type, D, c.n_kv, c.n_head_kv, c.n_seq, !c.kv_head_major, rng, 1.0f);
-    v_ = make_tensor(c.v_type, D, c.n_kv, c.n_head_kv, c.n_seq, !c.kv_head_major, rng, 1.0f);
+    if (!c.v_in_k) v_ = make_tensor(c.v_type, D, c.n_kv, c.n_head_kv, c.n_seq, !c.kv_head_major, rng, 1.0f);
+    const int64_t DV = c.head_dim_v();
     if (c.mask) {
       const int64_t ne0 = c.n_kv + 5, ne1 = c.n_q + 3;  // padded, as engines pad
       std::vector<uint16_t> m(static_cast<size_t>(ne0 * ne1));
@@ -150,21 +155,21 @@ class attention_problem {
     // out [D, n_q, n_head, n_seq] or permuted [D, n_head, n_q, n_seq].
     const size_t es = c.out_type == data_type::f16 ? 2 : 4;
     out_view_.type = c.out_type;
-    out_view_.ne[0] = D; out_view_.ne[1] = c.n_q; out_view_.ne[2] = c.n_head; out_view_.ne[3] = c.n_seq;
+    out_view_.ne[0] = DV; out_view_.ne[1] = c.n_q; out_view_.ne[2] = c.n_head; out_view_.ne[3] = c.n_seq;
     if (c.permuted_out) {
-      out_view_.nb[2] = D * es;
+      out_view_.nb[2] = DV * es;
       out_view_.nb[1] = out_view_.nb[2] * c.n_head;
     } else {
-      out_view_.nb[1] = D * es;
+      out_view_.nb[1] = DV * es;
       out_view_.nb[2] = out_view_.nb[1] * c.n_q;
     }
-    out_view_.nb[3] = static_cast<size_t>(D) * es * c.n_q * c.n_head;
+    out_view_.nb[3] = static_cast<size_t>(DV) * es * c.n_q * c.n_head;
     out_bytes_ = out_view_.nb[3] * c.n_seq;
 
     // Device copies.
     d_q_ = upload(q_.host);
     d_k_ = upload(k_.host);
-    d_v_ = upload(v_.host);
+    if (!c.v_in_k) d_v_ = upload(v_.host);
     if (c.mask) d_mask_ = upload(mask_host_);
     if (c.sinks) {
       std::vector<uint8_t> b(sinks_host_.size() * 4);
@@ -178,10 +183,12 @@ class attention_problem {
   void refill(std::mt19937_64& rng) {
     fill(q_, rng, 1.0f);
     fill(k_, rng, 1.0f);
-    fill(v_, rng, 1.0f);
     d_q_->upload(q_.host.data(), q_.host.size());
     d_k_->upload(k_.host.data(), k_.host.size());
-    d_v_->upload(v_.host.data(), v_.host.size());
+    if (!c_.v_in_k) {
+      fill(v_, rng, 1.0f);
+      d_v_->upload(v_.host.data(), v_.host.size());
+    }
   }
 
   turbo3::attention_params device_params() const { return params(true); }
@@ -295,7 +302,12 @@ class attention_problem {
     turbo3::attention_params p;
     p.q = view(q_, device ? d_q_->ptr : q_.host.data());
     p.k = view(k_, device ? d_k_->ptr : k_.host.data());
-    p.v = view(v_, device ? d_v_->ptr : v_.host.data());
+    if (c_.v_in_k) {
+      p.v = p.k;
+      p.v.ne[0] = c_.v_head_dim;
+    } else {
+      p.v = view(v_, device ? d_v_->ptr : v_.host.data());
+    }
     if (c_.mask) {
       p.mask = mask_view_;
       p.mask.data = device ? d_mask_->ptr : static_cast<const void*>(mask_host_.data());

@@ -115,5 +115,70 @@ TEST_CASE("VEC: the warp kernel's deep-context shape (6 warps at D = 256 from 65
   run_vec_grid(turbo3_test::decode_deep_grid(), rng, warp);
 }
 
+// MLA's cache (DeepSeek, Kimi, GLM's MLA models in ggml engines): K rows of 640 values (576 padded to
+// whole turbo blocks), V a view of each row's first 512, one KV head under GQA 16 and 128 (and 2 KV
+// heads under 16), through the automatic route: the warp kernel's V-in-K form.
+namespace {
+attention_case mla_case(turbo3::data_type t, int n_head, int n_head_kv, int n_q, int n_kv) {
+    attention_case c;
+    c.head_dim = 640;
+    c.v_in_k = true;
+    c.v_head_dim = 512;
+    c.k_type = c.v_type = t;
+    c.n_head = n_head;
+    c.n_head_kv = n_head_kv;
+    c.n_q = n_q;
+    c.n_kv = n_kv;
+    return c;
+}
+}  // namespace
+
+TEST_CASE("VEC: K head dim 640 with V its first 512 values (MLA's cache), GQA up to 128", "[vec][vec-mla]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x640);
+  const auto mla = mla_case;
+  for (turbo3::data_type t : {data_type::turbo3, data_type::turbo2, data_type::turbo4})
+    for (int n_kv : {1, 255, 4099})
+      for (int n_q : {1, 2, 3}) {
+        run_vec_case(mla(t, 16, 1, n_q, n_kv), rng);
+        if (n_q < 3) run_vec_case(mla(t, 128, 1, n_q, n_kv), rng);
+        attention_case two = mla(t, 32, 2, n_q, n_kv);
+        two.causal = n_q > 1;
+        run_vec_case(two, rng);
+      }
+  // The options over one shape: mask, sinks, ALiBi, softcap, the other codebook, the caller's
+  // rotation, two sequences, f16 Q and output, token-major and head-major rows.
+  for (int variant = 0; variant < 7; ++variant) {
+    attention_case c = mla(data_type::turbo3, 16, 1, 2, 777);
+    if (variant == 0) c.mask = true, c.sinks = true;
+    if (variant == 1) c.max_bias = 8.0f, c.softcap = 30.0f;
+    if (variant == 2) c.cb = turbo3::codebook::legacy;
+    if (variant == 3) c.library_rotates = false;
+    if (variant == 4) c.n_seq = 2, c.n_head_kv = 2, c.n_head = 32, c.kv_head_major = true;
+    if (variant == 5) c.q_type = c.out_type = data_type::f16, c.mask = true, c.causal = true;
+    if (variant == 6) c.n_seq = 2, c.permuted_out = true;
+    run_vec_case(c, rng);
+  }
+  // Only the warp kernel has the form: a forced scalar or matrix kernel is unsupported.
+  attention_problem prob(mla(data_type::turbo3, 16, 1, 1, 300), rng);
+  for (vec_variant v : {vec_variant::scalar, vec_variant::matrix}) {
+    launch_options o;
+    o.vec = v;
+    turbo3::stream_pool_allocator pool;
+    CHECK(flash_attention(prob.device_params(), pool, nullptr, o) == status::unsupported);
+  }
+}
+
+// The form's staging and merge under compute-sanitizer: small caches, each type, GQA 16 and 128.
+TEST_CASE("VEC: MLA's cache, small cases for the sanitizers", "[vec-san]") {
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x641);
+  for (turbo3::data_type t : {data_type::turbo3, data_type::turbo2, data_type::turbo4})
+    for (int n_kv : {1, 255}) {
+      run_vec_case(mla_case(t, 16, 1, 2, n_kv), rng);
+      attention_case c = mla_case(t, 128, 1, 1, n_kv);
+      c.mask = true;
+      run_vec_case(c, rng);
+    }
+}
+
 // Every K/V type pair through the automatic route ([types]): in this file to save a translation unit.
 #include "test_types.inl"

@@ -197,9 +197,10 @@ TEST_CASE("routing: n_q <= 2 to VEC; prefill to MMA where the family runs it by 
 }
 
 // D = 512 with f16 and turbo3 K/V: TILE serves prefill (forced or automatic), VEC decode and verify
-// batches, materialize and MMA refuse it; K and V of different head dims (512 and 256) are
-// unsupported on every family, before any allocation or launch.
-TEST_CASE("D = 512: TILE serves prefill, VEC decode and verify batches; D_k != D_v unsupported", "[routing]") {
+// batches, materialize and MMA refuse it; K and V of different head dims are unsupported on every
+// family, before any allocation or launch, but for MLA's cache (K 640, V a view of its first 512
+// values) on the warp decode kernel.
+TEST_CASE("D = 512: TILE serves prefill, VEC decode and verify batches; D_k != D_v only in MLA's V-in-K form", "[routing]") {
   constexpr int64_t n_kv = 40, H = 8, HKV = 2;
   std::vector<float> q, out;
   std::vector<uint8_t> k, v;
@@ -250,6 +251,67 @@ TEST_CASE("D = 512: TILE serves prefill, VEC decode and verify batches; D_k != D
           CHECK(workspace_bytes(p, forced_kernel(kernel)) == 0);
         }
       }
+  // MLA's cache: K rows of 640 values, V a view of each row's first 512 (v_view_of_k). The warp
+  // decode kernel's V-in-K form serves turbo3, turbo2 and turbo4 at every n_q (NVIDIA builds); V
+  // apart from K, other types and other head dim pairs are unsupported.
+  auto v_in_k = [&](attention_params p) {
+    p.v = p.k;
+    p.v.ne[0] = 512;
+    return p;
+  };
+  for (data_type t : {data_type::turbo3, data_type::turbo2, data_type::turbo4, data_type::q8_0, data_type::f16})
+    for (int64_t n_q : {1, 3, 40}) {
+      INFO("type " << to_string(t) << " n_q " << n_q);
+      const attention_params p = v_in_k(problem(t, 640, t, 512, n_q));
+      REQUIRE(validate(p) == status::ok);
+      const bool served = platform::has_mma_m16n8k16 && t != data_type::q8_0 && t != data_type::f16;
+      CHECK(detail::vec_supported(p) == (served ? status::ok : status::unsupported));
+      for (auto family_supported : {detail::tile_supported, detail::mma_supported, detail::materialize_supported})
+        CHECK(family_supported(p) == status::unsupported);
+      CHECK(supported(p) == (served ? status::ok : status::unsupported));
+      if (served) CHECK(turbo3::route(p) == kernel_choice::vec);
+      // The same K and a V of its own: unsupported.
+      attention_params apart = problem(t, 640, t, 512, n_q);
+      CHECK(detail::vec_supported(apart) == status::unsupported);
+      // V's view starting past K's first value, or with other strides: not V in K.
+      attention_params shifted = p;
+      shifted.v.data = static_cast<const uint8_t*>(p.k.data) + 2;
+      CHECK(detail::vec_supported(shifted) == status::unsupported);
+      attention_params strided = p;
+      strided.v.nb[2] += 2;
+      CHECK(detail::vec_supported(strided) == status::unsupported);
+    }
+  if (platform::has_mma_m16n8k16) {
+    // GQA up to 128 (DeepSeek-V3's 128 query heads over MLA's one KV head); 256 past the limit.
+    for (int64_t heads : {int64_t{128}, int64_t{256}}) {
+      attention_params p = v_in_k(problem(data_type::turbo3, 640, data_type::turbo3, 512, 1));
+      q.assign(static_cast<size_t>(640 * heads), 0.5f);
+      out.assign(static_cast<size_t>(512 * heads), 0.0f);
+      p.q.data = q.data();
+      p.out.data = out.data();
+      p.q.ne[2] = p.out.ne[2] = heads;
+      p.q.nb[3] = p.q.nb[2] * heads;
+      p.out.nb[3] = p.out.nb[2] * heads;
+      p.k.ne[2] = p.v.ne[2] = 1;
+      INFO("query heads " << heads);
+      REQUIRE(validate(p) == status::ok);
+      CHECK(detail::vec_supported(p) == (heads <= detail::vec_max_gqa ? status::ok : status::unsupported));
+      // 8 rows a work-group (2 value column blocks; turbo4: 4).
+      CHECK(detail::vec_rows_of(p, true).heads_per_block == 8);
+      p.k.type = p.v.type = data_type::turbo4;
+      p.k.nb[1] = p.v.nb[1] = row_bytes(data_type::turbo4, 640);
+      p.k.nb[2] = p.v.nb[2] = p.k.nb[1] * n_kv;
+      p.k.nb[3] = p.v.nb[3] = p.k.nb[2];
+      CHECK(detail::vec_rows_of(p, true).heads_per_block == 4);
+    }
+    // 576 / 512 (MLA's rows unpadded): not whole turbo blocks for K (validate), and f16 or q8_0 at
+    // 576 have no kernel.
+    for (data_type t : {data_type::f16, data_type::q8_0}) {
+      const attention_params p = v_in_k(problem(t, 576, t, 512, 1));
+      REQUIRE(validate(p) == status::ok);
+      CHECK(supported(p) == status::unsupported);
+    }
+  }
   // D_k = 512 with D_v = 256 and the reverse: no family has a kernel for two head dims.
   for (data_type t : {data_type::f16, data_type::turbo3})
     for (int64_t n_q : {1, 40})

@@ -26,7 +26,8 @@ namespace detail {
 
 // How a VEC call is laid out: rows per work-group, queries per work-group, head and KV splits.
 struct vec_plan {
-  int head_dim = 0;
+  int head_dim = 0;    // V's (the output's)
+  int head_dim_k = 0;  // K's: head_dim but in the warp kernel's V-in-K form (vec_warp_v_in_k_dims)
   vec_variant variant = vec_variant::scalar;  // resolved: scalar, matrix or warp
   int rows = 0;          // padded rows per work-group (the kernels' ROWS)
   int ncols = 1;
@@ -71,11 +72,33 @@ struct kernel_constant {
 
 // The VEC kernel of a plan (head dim D, variant, rows) for the K/V types, as a kernel_constant
 // passed to f: the launch and the occupancy query both come through here, so they cannot disagree.
-template <int D, class F>
-void with_vec_kernel(const vec_plan& plan, data_type k, data_type v, bool masked, F&& f) {
+// DK: K's head dim where it is not D (the warp kernel's V-in-K form: same-type turbo sides only).
+template <int D, class F, int DK = D>
+void with_vec_kernel(const vec_plan& plan, data_type k, data_type v, bool masked, F&& f,
+                     std::integral_constant<int, DK> = {}) {
   using T3 = kv::turbo3_loader;
   using F16 = kv::f16_loader;
-  if constexpr (platform::has_mma_m16n8k16 && vec_warp_head_dim(D)) {
+  if constexpr (DK != D) {
+    if constexpr (platform::has_mma_m16n8k16 && vec_warp_v_in_k_dims(DK, D)) {
+      if (plan.variant != vec_variant::warp || k != v || plan.warp_warps != 4) return;
+      auto with_side = [&](auto side) {
+        using S = decltype(side);
+        auto with_col_blocks = [&](auto col_blocks) {
+          constexpr int CB = decltype(col_blocks)::value;
+          using C = vec_warp_kernel_config<D, CB, 4, S, S, DK>;
+          if (masked) f(kernel_constant<&vec_warp_kernel<D, true, CB, 4, S, S, DK>, C::threads, C::smem_bytes>{});
+          else f(kernel_constant<&vec_warp_kernel<D, false, CB, 4, S, S, DK>, C::threads, C::smem_bytes>{});
+        };
+        if (plan.warp_col_blocks == 1) with_col_blocks(std::integral_constant<int, 1>{});
+        else if constexpr (vec_warp_v_in_k_max_col_blocks(S::type) >= 2)
+          if (plan.warp_col_blocks == 2) with_col_blocks(std::integral_constant<int, 2>{});
+      };
+      if (k == data_type::turbo3) with_side(turbo3_warp_side{});
+      else if (k == data_type::turbo2) with_side(turbo2_warp_side{});
+      else if (k == data_type::turbo4) with_side(turbo4_warp_side{});
+    }
+    return;
+  } else if constexpr (platform::has_mma_m16n8k16 && vec_warp_head_dim(D)) {
     if (plan.variant == vec_variant::warp && vec_warp_types(k, v)) {
       auto with_sides = [&](auto k_side, auto v_side) {
         using KS = decltype(k_side);
@@ -165,15 +188,22 @@ void with_vec_kernel(const vec_plan& plan, data_type k, data_type v, bool masked
   with_rows(F16{}, F16{});
 }
 
-// f(std::integral_constant<int, D>{}) for the VEC head dims D in {64, 128, 256, 512}; nothing for
-// another head_dim (validation rejects those before any launch).
+// f(std::integral_constant<int, D>{}, std::integral_constant<int, DK>{}) for the VEC head dims
+// D = DK in {64, 128, 256, 512} and the V-in-K pair (vec_warp_v_in_k_dims); nothing for other
+// head dims (vec_supported rejects those before any launch).
 template <class F>
-void with_vec_head_dim(int head_dim, F&& f) {
-  switch (head_dim) {
-    case 64: f(std::integral_constant<int, 64>{}); break;
-    case 128: f(std::integral_constant<int, 128>{}); break;
-    case 256: f(std::integral_constant<int, 256>{}); break;
-    case 512: f(std::integral_constant<int, 512>{}); break;
+void with_vec_head_dims(const vec_plan& plan, F&& f) {
+  auto same = [&](auto d) { f(d, d); };
+  if (plan.head_dim_k != plan.head_dim) {
+    if (vec_warp_v_in_k_dims(plan.head_dim_k, plan.head_dim))
+      f(std::integral_constant<int, 512>{}, std::integral_constant<int, 640>{});
+    return;
+  }
+  switch (plan.head_dim) {
+    case 64: same(std::integral_constant<int, 64>{}); break;
+    case 128: same(std::integral_constant<int, 128>{}); break;
+    case 256: same(std::integral_constant<int, 256>{}); break;
+    case 512: same(std::integral_constant<int, 512>{}); break;
     default: break;
   }
 }
@@ -206,15 +236,15 @@ int resident_blocks_of(int device) {
 
 inline int vec_resident_blocks(const vec_plan& plan, data_type k, data_type v, bool masked, int device) {
   int n = vec_target_blocks_per_sm;
-  with_vec_head_dim(plan.head_dim, [&](auto d) {
-    with_vec_kernel<decltype(d)::value>(plan, k, v, masked,
-                                        [&](auto kernel) { n = resident_blocks_of<decltype(kernel)>(device); });
+  with_vec_head_dims(plan, [&](auto d, auto dk) {
+    with_vec_kernel<decltype(d)::value>(
+        plan, k, v, masked, [&](auto kernel) { n = resident_blocks_of<decltype(kernel)>(device); }, dk);
   });
   return n;
 }
 
 // How a VEC call's query rows fall to work-groups: the head splits of a GQA group, the heads and
-// queries of one work-group, and the query tiles (GQA <= 64, vec_supported).
+// queries of one work-group, and the query tiles (GQA <= vec_max_gqa, vec_supported).
 struct vec_row_layout {
   int head_splits = 1;
   int heads_per_block = 1;
@@ -228,6 +258,7 @@ inline bool vec_warp_reads(const attention_params& p) {
 }
 // The most rows a work-group of the warp kernel takes for this call (vec_warp_reads).
 inline int vec_warp_max_rows_of(const attention_params& p) {
+  if (p.head_dim_k() != p.head_dim_v()) return 4 * vec_warp_v_in_k_max_col_blocks(p.k.type);  // the V-in-K form
   return vec_warp_max_rows(static_cast<int>(p.head_dim_v()), p.k.type, p.v.type);
 }
 // The rows a work-group of the warp kernel is laid out for: vec_warp_max_rows_of, but at D = 256
@@ -263,23 +294,43 @@ inline vec_row_layout vec_rows_of(const attention_params& p, bool warp) {
 // The launch limit of a grid's y and z dimensions (x: 2^31 - 1).
 inline constexpr int64_t max_grid_yz = 65535;
 
+// Whether V's view is the leading dv values of each of K's rows (dv < dk): the same bytes, type
+// and rows, as ggml engines lay out MLA's cache (V a view of K).
+inline bool v_view_of_k(const attention_params& p) {
+  return p.v.data == p.k.data && p.v.type == p.k.type && p.v.ne[0] < p.k.ne[0] && p.v.nb[1] == p.k.nb[1] &&
+         p.v.nb[2] == p.k.nb[2] && p.v.nb[3] == p.k.nb[3];
+}
+// The warp kernel's V-in-K form (vec_warp_config::v_in_k): K and V head dims 640 and 512, V a view
+// of K (v_view_of_k) of turbo3, turbo2 or turbo4, on matrix instructions; GQA up to vec_max_gqa
+// and the grid limits as vec_supported. Other head dim pairs, and V apart from K, are unsupported.
+inline constexpr int64_t vec_max_gqa = 128;
+inline status vec_warp_v_in_k_supported(const attention_params& p) {
+  const bool dims = vec_warp_v_in_k_dims(static_cast<int>(p.head_dim_k()), static_cast<int>(p.head_dim_v()));
+  if (!dims || !v_view_of_k(p) || !vec_warp_side_type(p.k.type) || !vec_warp_reads(p)) return status::unsupported;
+  if (p.n_head() / p.n_head_kv() > vec_max_gqa) return status::unsupported;
+  const vec_row_layout l = vec_rows_of(p, true);
+  if (p.n_head_kv() * l.head_splits > max_grid_yz || p.n_seq() * l.q_tiles > max_grid_yz || p.n_head() > max_grid_yz)
+    return status::unsupported;
+  return status::ok;
+}
+
 // Whether the VEC kernels take these (validated) params: any K/V type pair (the pairs outside
 // vec_warp_types, e.g. q8_0 V or turbo4 with turbo2, through the scalar kernel only), head dims
 // 128, 256, 512 and 64 (f16 K and V only: q8_0 at D = 64 decodes through materialize, launch.hpp's
-// route_on), f16 rows 16-byte aligned, GQA <= 64, and grids within the launch limits: the decode
+// route_on) and, K's differing from V's, the V-in-K form (vec_warp_v_in_k_supported), f16 rows 16-byte aligned, GQA <= vec_max_gqa, and grids within the launch limits: the decode
 // kernel's (splits <= 256, KV heads x head splits, sequences x query tiles) and the combine
 // kernel's (queries x slices, n_head, n_seq; its x stays far below 2^31 once sequences x query
 // tiles fits).
 inline status vec_supported(const attention_params& p) {
   if (!has_kernel_loader(p.k.type) || !has_kernel_loader(p.v.type)) return status::unsupported;
   const int64_t dk = p.head_dim_k(), dv = p.head_dim_v();
-  if (dk != dv) return status::unsupported;
+  if (dk != dv) return vec_warp_v_in_k_supported(p);
   const bool f16_kv = p.k.type == data_type::f16 && p.v.type == data_type::f16;
   const bool dim_ok = dk == 128 || dk == 256 || dk == 512 || (dk == 64 && f16_kv);
   if (!dim_ok) return status::unsupported;
   if (p.k.type == data_type::f16 && !rows_aligned16(p.k)) return status::unsupported;
   if (p.v.type == data_type::f16 && !rows_aligned16(p.v)) return status::unsupported;
-  if (p.n_head() / p.n_head_kv() > 64) return status::unsupported;
+  if (p.n_head() / p.n_head_kv() > vec_max_gqa) return status::unsupported;
   for (bool warp : {false, true}) {
     if (warp && !vec_warp_reads(p)) continue;
     const vec_row_layout l = vec_rows_of(p, warp);
@@ -333,6 +384,7 @@ inline vec_plan make_vec_plan(const attention_params& p, const launch_options& o
   const int multiprocessors = platform::multiprocessor_count(device);
   vec_plan plan;
   plan.head_dim = static_cast<int>(p.head_dim_v());
+  plan.head_dim_k = static_cast<int>(p.head_dim_k());
   // The warp kernel where the options allow it and it reads the call; its layout fits its rows.
   const bool warp = (opt.vec == vec_variant::automatic || opt.vec == vec_variant::warp) && vec_warp_reads(p);
   const vec_row_layout l = vec_rows_of(p, warp);
@@ -395,18 +447,20 @@ inline attention_args make_args(const attention_params& p) {
   return a;
 }
 
-template <int D>
+template <int D, int DK>
 void launch_vec_types(const attention_args& a, const vec_plan& plan, data_type k, data_type v, int device,
                       hipStream_t stream) {
   const dim3 grid(static_cast<unsigned>(plan.n_splits), static_cast<unsigned>(a.n_head_kv * plan.head_splits),
                   static_cast<unsigned>(a.n_seq * plan.q_tiles));
-  with_vec_kernel<D>(plan, k, v, a.mask != nullptr,
-                     [&](auto kernel) {
-                       using K = decltype(kernel);
-                       // the shared-memory limit raised on this device before the first launch there
-                       (void)resident_blocks_of<K>(device);
-                       K::value<<<grid, K::threads, K::smem_bytes, stream>>>(a, plan.head_splits);
-                     });
+  with_vec_kernel<D>(
+      plan, k, v, a.mask != nullptr,
+      [&](auto kernel) {
+        using K = decltype(kernel);
+        // the shared-memory limit raised on this device before the first launch there
+        (void)resident_blocks_of<K>(device);
+        K::value<<<grid, K::threads, K::smem_bytes, stream>>>(a, plan.head_splits);
+      },
+      std::integral_constant<int, DK>{});
 }
 
 template <int D>
@@ -416,10 +470,10 @@ void launch_vec_combine(const attention_args& a, const vec_plan& plan, hipStream
   vec_combine_kernel<D><<<grid, vec_threads, 0, stream>>>(a, plan.head_splits, plan.rows, a.unrotate_out);
 }
 
-template <int D>
+template <int D, int DK>
 void launch_vec_dim(const attention_args& a, const vec_plan& plan, data_type k, data_type v, int device,
                     hipStream_t stream) {
-  launch_vec_types<D>(a, plan, k, v, device, stream);
+  launch_vec_types<D, DK>(a, plan, k, v, device, stream);
   if (!a.merge_in_kernel) launch_vec_combine<D>(a, plan, stream);
 }
 
@@ -447,8 +501,9 @@ inline bool launch_vec(const attention_params& p, attention_args a, const vec_pl
     const int blocks = (n + vec_zero_threads - 1) / vec_zero_threads;
     vec_zero_counters_kernel<vec_zero_threads><<<blocks < 1024 ? blocks : 1024, vec_zero_threads, 0, stream>>>(counters, n);
   }
-  with_vec_head_dim(plan.head_dim,
-                    [&](auto d) { launch_vec_dim<decltype(d)::value>(a, plan, p.k.type, p.v.type, device, stream); });
+  with_vec_head_dims(plan, [&](auto d, auto dk) {
+    launch_vec_dim<decltype(d)::value, decltype(dk)::value>(a, plan, p.k.type, p.v.type, device, stream);
+  });
   return errors.launches_ok();
 }
 
@@ -463,6 +518,8 @@ struct vec_family {
   // where the planned kernel counts: invalid_argument otherwise.
   static status plan(const attention_params& p, const launch_options& opt, int device, vec_plan& out) {
     out = make_vec_plan(p, opt, device);
+    // The V-in-K form has only the warp kernel (and no other variant to force).
+    if (out.head_dim_k != out.head_dim && out.variant != vec_variant::warp) return status::unsupported;
     if (opt.counters && out.counted_row_sets > 0 &&
         (opt.counters_bytes < vec_counter_bytes(out) || reinterpret_cast<uintptr_t>(opt.counters) % 128 != 0))
       return status::invalid_argument;

@@ -97,6 +97,10 @@ TURBO3_HD constexpr int vec_warp_warps(int d, int col_blocks, int64_t n_kv, data
 }
 
 TURBO3_HD constexpr bool vec_warp_head_dim(int d) { return d == 128 || d == 256 || d == 512; }
+// K and V head dims of the V-in-K form (vec_warp_config::v_in_k): MLA's cache as ggml engines keep
+// it, 576-value K rows (512 latent values, then 64 of RoPE) padded to 640 for the 128-value turbo
+// groups, V a view of each row's first 512.
+TURBO3_HD constexpr bool vec_warp_v_in_k_dims(int dk, int dv) { return dk == 640 && dv == 512; }
 
 // The K/V type pairs the kernel reads: turbo3, turbo2 or turbo4 on both sides, one type or turbo3
 // with another, and q8_0 K with turbo3 V (q8_0 is a K side only: q8_0_warp_side). Other pairs take
@@ -120,6 +124,11 @@ TURBO3_HD constexpr int vec_warp_max_col_blocks(int d, data_type k, data_type v)
 }
 // The most query rows a work-group of the warp kernel takes.
 TURBO3_HD constexpr int vec_warp_max_rows(int d, data_type k, data_type v) { return 4 * vec_warp_max_col_blocks(d, k, v); }
+// The V-in-K form (K 640, V 512) takes 2 column blocks: its Q fragments sit in shared memory
+// (vec_warp_config::q_in_smem), so turbo3 and turbo2 fit 8 rows in 239-240 registers without
+// spills, and each unpacked key serves twice the rows; turbo4's decode then spills (12 bytes,
+// masked): 1.
+TURBO3_HD constexpr int vec_warp_v_in_k_max_col_blocks(data_type t) { return t == data_type::turbo4 ? 1 : 2; }
 
 // Staging copy size for K/V row strides in bytes: 8 or 4 where both strides are multiples of it,
 // else 2 (rows copied with ordinary loads).
@@ -200,18 +209,25 @@ struct vec_warp_side_layout {
   static_assert(group % copy_rows_per_pass(8) == 0 && group % copy_rows_per_pass(4) == 0, "whole passes per group");
 };
 
+// D: V's head dim (the output's); DK: K's (and Q's), D but in the V-in-K form (vec_warp_v_in_k).
 // KS, VS: the K and V sides (vec_warp_sides.hpp).
 // ROWS_: 8, or 16 in the wide form (two score fragments).
-template <int D, int WARPS = 4, class KS = turbo3_warp_side, class VS = turbo3_warp_side, int ROWS_ = vec_warp_rows>
+template <int D, int WARPS = 4, class KS = turbo3_warp_side, class VS = turbo3_warp_side, int ROWS_ = vec_warp_rows,
+          int DK = D>
 struct vec_warp_config {
   using k_side = KS;
   using v_side = VS;
-  using k_layout = vec_warp_side_layout<D, KS>;
+  using k_layout = vec_warp_side_layout<DK, KS>;
   using v_layout = vec_warp_side_layout<D, VS>;
   static constexpr int ROWS = ROWS_;
   static constexpr int score_sets = ROWS / vec_warp_rows;  // score fragments of 8 rows
   static_assert(ROWS == vec_warp_rows || ROWS == 2 * vec_warp_rows, "8 or 16 rows");
-  static constexpr int blocks = D / block_values;
+  static constexpr int blocks = D / block_values;     // V's 128-value groups
+  static constexpr int k_blocks = DK / block_values;  // K's (and Q's)
+  // V's rows are the first D values of K's (MLA's cache: ggml's V is a view of K): only K is
+  // staged, and V's chunks are read from K's tile.
+  static constexpr bool v_in_k = DK != D;
+  static_assert(!v_in_k || (DK > D && KS::type == VS::type), "V in K: V's rows are the leading groups of K's");
   static constexpr int group = 16;   // keys per warp step: the score fragment's M, the value fragment's K
   static constexpr int stages = 3;   // shared-memory ring per warp: stages - 1 groups in flight
   static constexpr int n_warps = WARPS;
@@ -224,7 +240,8 @@ struct vec_warp_config {
   static constexpr int merge_pitch = D + 4;
   static constexpr int merge_min_rows_per_slot = (ROWS + stages - 1) / stages;
   static constexpr int max2(int x, int y) { return x > y ? x : y; }
-  static constexpr int stage_bytes = max2(k_tile_bytes + v_tile_bytes, merge_min_rows_per_slot * merge_pitch * 4);
+  static constexpr int stage_bytes =
+      max2(k_tile_bytes + (v_in_k ? 0 : v_tile_bytes), merge_min_rows_per_slot * merge_pitch * 4);
   static_assert(stage_bytes % 16 == 0, "16-byte aligned slots");
   // The ring is [stage][warp]: every warp's first slot comes first, so the Q rows can sit in the
   // later slots while the first groups land.
@@ -232,18 +249,19 @@ struct vec_warp_config {
   static constexpr int staging_bytes = stages * ring_stride;
   // Q rows in fp32 while they are rotated, q_pitch floats apart (4 mod 32 words: the fragment
   // loads of rows g and g + 1 fall on different banks).
-  static constexpr int q_pitch = D + 4;
+  static constexpr int q_pitch = DK + 4;
   // ... and after them each (row, 128-value group)'s largest magnitude, for the integer Q operand.
-  static constexpr int query_bytes = (ROWS * q_pitch + ROWS * blocks) * 4;
+  static constexpr int query_bytes = (ROWS * q_pitch + ROWS * k_blocks) * 4;
   static_assert(query_bytes <= (stages - 1) * ring_stride, "Q fits in the ring's later slots");
   static constexpr int merge_rows_per_slot = stage_bytes / (merge_pitch * 4);
   static_assert(merge_rows_per_slot * stages >= ROWS, "a warp's rows (4 per value column block) fit its ring");
   // Q fragments (fp16 form) in registers, or, in the wide form at D = 256 (their 64 registers beside
-  // 128 accumulators spill), in shared memory after the ring, [score set][fragment][lane] (one
-  // 8-byte load per multiply, conflict free), written once, the warps taking turns.
-  static constexpr bool q_in_smem = score_sets > 1 && blocks > 1;
+  // 128 accumulators spill) and past 4 K groups (80 registers beside D = 512's 64 accumulators),
+  // in shared memory after the ring, [score set][fragment][lane] (one 8-byte load per multiply,
+  // conflict free), written once, the warps taking turns.
+  static constexpr bool q_in_smem = (score_sets > 1 && k_blocks > 1) || k_blocks > 4;
   static constexpr int q_smem_offset = staging_bytes;
-  static constexpr int q_smem_bytes = q_in_smem ? score_sets * blocks * 2 * 4 * 32 * 8 : 0;
+  static constexpr int q_smem_bytes = q_in_smem ? score_sets * k_blocks * 2 * 4 * 32 * 8 : 0;
   static constexpr int smem_bytes = max2(staging_bytes + q_smem_bytes, query_bytes);
   // The scores on integer multiplies (m16n8k32, signed bytes) in the deep-context (6-warp) form,
   // on fp16 ones (m16n8k16) in the others: the integer form wins in long contexts and loses in
@@ -254,7 +272,7 @@ struct vec_warp_config {
   static_assert(!integer_scores || score_sets == 1, "the 6-warp form has one value column block");
   static_assert(VS::finite_decode, "a V side's stale keys are cancelled by a zero weight: finite decodes only");
   // Q fragments per lane and score set (and byte plane, integer): [block][half][k-step]
-  static constexpr int q_frags = blocks * 2 * (integer_scores ? 2 : 4);
+  static constexpr int q_frags = k_blocks * 2 * (integer_scores ? 2 : 4);
   // V blocks whose value operand is decoded before the softmax, so that their byte permutes fill
   // the softmax's dependency waits: the first of two at D = 256 (214-220 registers, still 2
   // work-groups per SM; both blocks early gain less); none at D = 128, where its one block early
@@ -262,12 +280,13 @@ struct vec_warp_config {
   // The wide form has no registers to spare for them.
   static constexpr int early_v_blocks = blocks == 2 && n_warps == 4 && score_sets == 1 ? 1 : 0;
   static_assert(vec_warp_head_dim(D), "VEC on matrix instructions covers D = 128, 256 and 512");
+  static_assert(DK == D || vec_warp_v_in_k_dims(DK, D), "K's head dim differs from V's only in the V-in-K form");
   static_assert(vec_warp_split_keys(n_warps) == group * n_warps, "a split unit is one group per warp");
 };
 // The configuration of vec_warp_kernel<D, MASKED, COL_BLOCKS, WARPS, KS, VS>: its launch takes the
 // work-group size and shared memory from here.
-template <int D, int COL_BLOCKS, int WARPS, class KS, class VS>
-using vec_warp_kernel_config = vec_warp_config<D, WARPS, KS, VS, vec_warp_rows_of(COL_BLOCKS)>;
+template <int D, int COL_BLOCKS, int WARPS, class KS, class VS, int DK = D>
+using vec_warp_kernel_config = vec_warp_config<D, WARPS, KS, VS, vec_warp_rows_of(COL_BLOCKS), DK>;
 
 // turbo3's staged rows as the kernel has always laid them out (80 / 112-byte pitch at D = 128 /
 // 256): the side layout changes no turbo3 code.
@@ -286,7 +305,7 @@ static_assert(vec_warp_config<128>::stage_bytes == 2 * 16 * 80 && vec_warp_confi
 // 1 us later (docs/performance.md, decode).
 template <class C>
 struct warp_queries {
-  static constexpr int items = C::ROWS * C::blocks;
+  static constexpr int items = C::ROWS * C::k_blocks;
   static constexpr int per_warp = (items + C::n_warps - 1) / C::n_warps;  // groups per warp
   uint32_t raw[per_warp][4];  // as loaded: fp16 or fp32 bits
   bool on[per_warp];
@@ -300,7 +319,7 @@ struct warp_queries {
     const bool f16 = a.q_f16;
     TURBO3_UNROLL
     for (int k = 0; k < per_warp; ++k) {
-      const int item = warp + k * C::n_warps, r = item / C::blocks, b = item % C::blocks;
+      const int item = warp + k * C::n_warps, r = item / C::k_blocks, b = item % C::k_blocks;
       const vec_row row = vec_row_of(a, r, x.kv_head, x.head_split, x.q_tile, x.heads_per_block);
       on[k] = item < items && r < x.active_rows && row.query >= 0;
       const char* src = a.q + static_cast<int64_t>(on[k] ? row.query : 0) * a.q_nb1 +
@@ -315,7 +334,7 @@ struct warp_queries {
     const bool f16 = a.q_f16;
     TURBO3_UNROLL
     for (int k = 0; k < per_warp; ++k) {
-      const int item = warp + k * C::n_warps, r = item / C::blocks, b = item % C::blocks;
+      const int item = warp + k * C::n_warps, r = item / C::k_blocks, b = item % C::k_blocks;
       float u[4];
       TURBO3_UNROLL
       for (int m = 0; m < 4; ++m) {
@@ -411,18 +430,18 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_load_q(vec_warp_q_frags<C>& q_fra
   constexpr bool integer_scores = C::integer_scores;
   float* q_nat = reinterpret_cast<float*>(smem + C::ring_stride);
   queries.store(a, q_nat, warp, lane);
-  const float* q_absmax = q_nat + C::ROWS * C::q_pitch;  // [row][block] (integer)
+  const float* q_absmax = q_nat + C::ROWS * C::q_pitch;  // [row][K block] (integer)
   auto row_max = [&](int r) {
     float m = 0.0f;
     TURBO3_UNROLL
-    for (int b = 0; b < C::blocks; ++b) m = fmaxf(m, q_absmax[r * C::blocks + b]);
+    for (int b = 0; b < C::k_blocks; ++b) m = fmaxf(m, q_absmax[r * C::k_blocks + b]);
     return m;
   };
   const float g_max = integer_scores ? row_max(g) : 0.0f;
   const float q_scale = g_max > 0.0f ? i8_pair_max / g_max : 0.0f;  // a zero row stays zero
   TURBO3_UNROLL
-  for (int sbh = 0; sbh < C::score_sets * C::blocks * 2; ++sbh) {  // chunk 8b + t + 4h of row 8 set + g
-    const int set = sbh / (C::blocks * 2), bh = sbh % (C::blocks * 2), b = bh / 2, h = bh % 2;
+  for (int sbh = 0; sbh < C::score_sets * C::k_blocks * 2; ++sbh) {  // chunk 8b + t + 4h of row 8 set + g
+    const int set = sbh / (C::k_blocks * 2), bh = sbh % (C::k_blocks * 2), b = bh / 2, h = bh % 2;
     const int row = 8 * set + g;
     const float4* q4 = reinterpret_cast<const float4*>(q_nat + row * C::q_pitch + (8 * b + t + 4 * h) * kv::chunk_values);
     float v[kv::chunk_values];
@@ -504,7 +523,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_scores(float (&s)[C::score_sets][
   using L = typename C::k_side;
   constexpr bool integer_scores = C::integer_scores;
   TURBO3_UNROLL
-  for (int b = 0; b < C::blocks; ++b) {
+  for (int b = 0; b < C::k_blocks; ++b) {
     const float norm_a = L::scale(row_a, b), norm_b = L::scale(row_b, b);
     if constexpr (integer_scores) {
       int hh[4] = {}, hl[4] = {}, lh[4] = {};  // K_hi Q_hi, K_hi Q_lo, K_lo Q_hi: three independent chains
@@ -782,8 +801,9 @@ struct warp_stager {
   using KL = typename C::k_layout;
   using VL = typename C::v_layout;
   // K and V rows of one count of 16-byte units from every start: the lanes' copies are alike.
-  static constexpr bool like_rows_16 =
-      KL::row_units_16 == VL::row_units_16 && KL::row_units_16_fixed && VL::row_units_16_fixed;
+  static constexpr bool like_rows_16 = C::v_in_k ? KL::row_units_16_fixed
+                                                : KL::row_units_16 == VL::row_units_16 && KL::row_units_16_fixed &&
+                                                      VL::row_units_16_fixed;
   warp_key_chunks<C>& chunks;  // stage() takes a claimed chunk's id at its first group
   unsigned char* const& ring;  // the warp's slot 0; slot k at k * ring_stride
   int lane;
@@ -838,10 +858,10 @@ struct warp_stager {
         copy_rows_16(slot, j0, n);
       } else if constexpr (UNIT == vec_row_span) {
         copy_span<KL>(slot, x.k_head, k_shift, j0, n);
-        copy_span<VL>(slot + C::k_tile_bytes, x.v_head, v_shift, j0, n);
+        if constexpr (!C::v_in_k) copy_span<VL>(slot + C::k_tile_bytes, x.v_head, v_shift, j0, n);
       } else {
         copy_rows<KL>(slot, x.k_head, a.k_nb1, k_plan, j0, n);
-        copy_rows<VL>(slot + C::k_tile_bytes, x.v_head, a.v_nb1, v_plan, j0, n);
+        if constexpr (!C::v_in_k) copy_rows<VL>(slot + C::k_tile_bytes, x.v_head, a.v_nb1, v_plan, j0, n);
       }
     }
     platform::async_commit();  // one group per step, empty or not, so the wait count stays exact
@@ -893,10 +913,10 @@ struct warp_stager {
       }
     }
   }
-  // 16-byte copies (vec_warp_copy16_plan): this lane's row of K or V.
+  // 16-byte copies (vec_warp_copy16_plan): this lane's row of K or V (V in K: lanes 0-15 copy K's).
   TURBO3_DEVICE TURBO3_FORCEINLINE void copy_rows_16(int slot, int j0, int n) {
     const int row = lane % 16;
-    if (row < n) {
+    if (row < n && (!C::v_in_k || lane < 16)) {
       const char* src = plan_16.first + static_cast<int64_t>(j0 + row) * plan_16.nb1;
       const platform::async_destination d = platform::async_destination_of(ring) + slot + plan_16.dst_offset;
       if constexpr (like_rows_16) {
@@ -1036,12 +1056,13 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_combine_warps(const attention_arg
 // MASKED: the call has a mask (a separate instantiation keeps the common unmasked softmax free of
 // mask loads and their branches). COL_BLOCKS: the value side's column blocks of 4 query rows, 1 where the
 // work-group has at most 4 rows (half the accumulators and value multiplies of 2). WARPS: 4 or 6
-// (vec_warp_warps). KS, VS: the K and V sides (vec_warp_sides.hpp). Shared memory is dynamic,
-// C::smem_bytes (64.5 KB for turbo3 with 6 warps at D = 256).
-template <int D, bool MASKED, int COL_BLOCKS, int WARPS, class KS, class VS>
+// (vec_warp_warps). KS, VS: the K and V sides (vec_warp_sides.hpp). DK: K's head dim where it is not
+// V's D (the V-in-K form, vec_warp_v_in_k_dims). Shared memory is dynamic, C::smem_bytes (64.5 KB
+// for turbo3 with 6 warps at D = 256).
+template <int D, bool MASKED, int COL_BLOCKS, int WARPS, class KS, class VS, int DK = D>
 TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, (vec_warp_min_blocks_of<D, WARPS, KS, VS>))
     vec_warp_kernel(attention_args a, int head_splits) {
-  using C = vec_warp_kernel_config<D, COL_BLOCKS, WARPS, KS, VS>;
+  using C = vec_warp_kernel_config<D, COL_BLOCKS, WARPS, KS, VS, DK>;
   constexpr int S = C::score_sets;
   using KL = typename C::k_layout;
   using VL = typename C::v_layout;
@@ -1054,7 +1075,9 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, (vec_warp_min_block
   const vec_context x = make_vec_context(a, head_splits, true);
   warp_queries<C> queries;
   queries.load(a, x, warp, lane);
-  const int row_unit = vec_head_row_unit(a.k_nb1, a.v_nb1, x.k_head, x.v_head, KL::row_bytes, VL::row_bytes);
+  // V in K: V's view has K's rows, strides and head (vec_supported), so the run test sees K's rows.
+  const int row_unit =
+      vec_head_row_unit(a.k_nb1, a.v_nb1, x.k_head, x.v_head, KL::row_bytes, C::v_in_k ? KL::row_bytes : VL::row_bytes);
   // turbo3's lookup tables stay kernel arguments (turbo2's and turbo4's are constants): kept in
   // registers (lut_in_registers) the kernel issues 3% fewer instructions and is no faster
   // (docs/performance.md, decode).
@@ -1111,7 +1134,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, (vec_warp_min_block
     warp_stager<C, unit> stager(chunks, ring, lane, a, x, k_shift, v_shift);
     // Staged rows lie row_bytes apart in a run, a slot's pitch apart otherwise.
     constexpr int k_row_pitch = unit == vec_row_span ? KL::row_bytes : KL::pitch;
-    constexpr int v_row_pitch = unit == vec_row_span ? VL::row_bytes : VL::pitch;
+    constexpr int v_row_pitch = C::v_in_k ? k_row_pitch : unit == vec_row_span ? VL::row_bytes : VL::pitch;
     TURBO3_UNROLL
     for (int i = 1; i < C::stages - 1; ++i) stager.stage(i, i * C::ring_stride);
     // The first claim, only now: it is first taken by the staging of group 2 * groups_per_chunk, two
@@ -1126,7 +1149,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, (vec_warp_min_block
       platform::async_wait<C::stages - 1>();
       platform::sync_warp();
       const char* k_tile = reinterpret_cast<const char*>(ring + use_slot) + k_shift;
-      const char* v_tile = reinterpret_cast<const char*>(ring + use_slot) + C::k_tile_bytes + v_shift;
+      const char* v_tile = C::v_in_k ? k_tile : reinterpret_cast<const char*>(ring + use_slot) + C::k_tile_bytes + v_shift;
       use_slot = stager.next_slot(use_slot);
       const int j0 = chunks.group_start(i);
       const int n = min(G, x.kv_end - j0);
