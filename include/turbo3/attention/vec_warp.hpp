@@ -586,9 +586,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE int vec_warp_set_of(int cb) { return cb >> 1; }
 TURBO3_DEVICE TURBO3_FORCEINLINE int vec_warp_score_lane_of(int cb, int r) { return 2 * (cb & 1) + (r >> 1); }
 
 // O'^T *= alpha where a maximum grew (rare once the maxima settle): row 4 cb + t's alpha comes
-// from a lane whose score rows hold it. With several column blocks, each is rescaled only where
-// one of its 4 rows grew (one vote each): over 16 rows some row grows in most groups of a warp's
-// first few dozen, while a column block's 4 rows grow in far fewer (docs/performance.md, decode).
+// from a lane whose score rows hold it.
 template <class C, int COL_BLOCKS>
 TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_rescale(float (&acc)[COL_BLOCKS][C::blocks * 4][4],
                                                        const float (&alpha)[C::score_sets][2], bool update, int t) {
@@ -601,7 +599,6 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_rescale(float (&acc)[COL_BLOCKS][
       const int src = vec_warp_score_lane_of(cb, t), set = vec_warp_set_of(cb);
       const float a0 = platform::shfl(alpha[set][0], src), a1 = platform::shfl(alpha[set][1], src);
       const float f = (t & 1) ? a1 : a0;
-      if (COL_BLOCKS > 1 && !platform::any_in_warp(f != 1.0f)) continue;  // warp-uniform
       TURBO3_UNROLL
       for (int m = 0; m < C::blocks * 4; ++m)
         TURBO3_UNROLL
