@@ -317,7 +317,8 @@ inline status vec_warp_v_in_k_supported(const attention_params& p) {
 // Whether the VEC kernels take these (validated) params: any K/V type pair (the pairs outside
 // vec_warp_types, e.g. q8_0 V or turbo4 with turbo2, through the scalar kernel only), head dims
 // 128, 256, 512 and 64 (f16 K and V only: q8_0 at D = 64 decodes through materialize, launch.hpp's
-// route_on) and, K's differing from V's, the V-in-K form (vec_warp_v_in_k_supported), f16 rows 16-byte aligned, GQA <= vec_max_gqa, and grids within the launch limits: the decode
+// route_on) and, where K's differs from V's, the V-in-K form (vec_warp_v_in_k_supported), f16
+// rows 16-byte aligned, GQA <= vec_max_gqa, and grids within the launch limits: the decode
 // kernel's (splits <= 256, KV heads x head splits, sequences x query tiles) and the combine
 // kernel's (queries x slices, n_head, n_seq; its x stays far below 2^31 once sequences x query
 // tiles fits).
