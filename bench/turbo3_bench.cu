@@ -88,7 +88,7 @@ struct bench_config {
                                    {turbo3::data_type::turbo3, turbo3::data_type::turbo3}};
   bool prefill_mask = false;  // also register the /mask variants
   bool head_major = false;  // K/V layout: head-major instead of token-major
-  int kv_splits = 0;        // decode split-KV count; 0: the launcher's choice
+  int kv_splits = 0;        // split-KV count of decode, verify and ubatch (where open); 0: the launcher's choice
   std::vector<int> verify_rows = {2, 4, 8, 16};
   std::vector<int> verify_depths = {32768, 131072};
   std::vector<int> ubatch_depths = {0, 8192, 32768};
@@ -590,14 +590,18 @@ void chunk_benchmark(benchmark::State& state, const std::string& key, const turb
     c = g_case.get();
     c->key = key;
     const std::vector<attention_params> sets = attention_sets(*c, k_type, v_type, d, n_q, n_kv, mask);
-    build_case(*c, sets, options);
+    turbo3::launch_options o = options;
+    if (o.kv_splits == 0) o.kv_splits = g_config.kv_splits;  // --kv-splits where the kernel leaves it open
+    build_case(*c, sets, o);
   }
   if (!time_case(state, *c)) return;
   const double pairs = static_cast<double>(n_q) * depth + 0.5 * static_cast<double>(n_q) * (n_q + 1);
+  const size_t v_row_bytes = d == mla_head_dim ? 0 : row_bytes(v_type, d);  // MLA: V is K's bytes
   state.counters["tokens_per_s"] = benchmark::Counter(n_q, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["TFLOPs"] = benchmark::Counter(4.0 * d * H * pairs / 1e12, benchmark::Counter::kIsIterationInvariantRate);
+  const double flops = 2.0 * (d + v_head_dim_of(d)) * H * pairs;  // Q K^T over D_k, P V over D_v
+  state.counters["TFLOPs"] = benchmark::Counter(flops / 1e12, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["kv_GBps"] =
-      benchmark::Counter(static_cast<double>(row_bytes(k_type, d) + row_bytes(v_type, d)) * n_kv * HKV / 1e9,
+      benchmark::Counter(static_cast<double>(row_bytes(k_type, d) + v_row_bytes) * n_kv * HKV / 1e9,
                          benchmark::Counter::kIsIterationInvariantRate);
   state.counters["head_dim"] = d;
   state.counters["n_q"] = n_q;
@@ -734,7 +738,8 @@ const char* const usage =
     "  --depths=a,b,...     decode context depths (default 4096,32768,131072)\n"
     "  --head-dims=a,b      decode and verify head dims (default 128,256; 640: MLA's cache, K rows of 640\n"
     "                       values and V a view of their first 512, named d640v512)\n"
-    "  --kv-splits=N        decode split-KV count (default: the launcher's choice)\n"
+    "  --kv-splits=N        split-KV count of decode, and of verify and ubatch where a kernel leaves it open\n"
+    "                       (default: the launcher's choice)\n"
     "  --verify-rows=a,b    verify query rows (default 2,4,8,16)\n"
     "  --verify-depths=a,b  verify depths (default 32768,131072)\n"
     "  --ubatch=U           ubatch queries (default 512)\n"
