@@ -293,6 +293,12 @@ inline vec_row_layout vec_rows_of(const attention_params& p, bool warp) {
 
 // The launch limit of a grid's y and z dimensions (x: 2^31 - 1).
 inline constexpr int64_t max_grid_yz = 65535;
+// Whether the grids of a call laid out as l fit the launch limits: the decode kernel's y (KV heads x
+// head splits) and z (sequences x query tiles), the combine kernel's y (n_head).
+inline bool vec_grid_fits(const attention_params& p, const vec_row_layout& l) {
+  return p.n_head_kv() * l.head_splits <= max_grid_yz && p.n_seq() * l.q_tiles <= max_grid_yz &&
+         p.n_head() <= max_grid_yz;
+}
 
 // Whether V's view is the leading dv values of each of K's rows (dv < dk): the same bytes, type
 // and rows, as ggml engines lay out MLA's cache (V a view of K).
@@ -308,10 +314,7 @@ inline status vec_warp_v_in_k_supported(const attention_params& p) {
   const bool dims = vec_warp_v_in_k_dims(static_cast<int>(p.head_dim_k()), static_cast<int>(p.head_dim_v()));
   if (!dims || !v_view_of_k(p) || !vec_warp_side_type(p.k.type) || !vec_warp_reads(p)) return status::unsupported;
   if (p.n_head() / p.n_head_kv() > vec_max_gqa) return status::unsupported;
-  const vec_row_layout l = vec_rows_of(p, true);
-  if (p.n_head_kv() * l.head_splits > max_grid_yz || p.n_seq() * l.q_tiles > max_grid_yz || p.n_head() > max_grid_yz)
-    return status::unsupported;
-  return status::ok;
+  return vec_grid_fits(p, vec_rows_of(p, true)) ? status::ok : status::unsupported;
 }
 
 // Whether the VEC kernels take these (validated) params: any K/V type pair (the pairs outside
@@ -334,10 +337,7 @@ inline status vec_supported(const attention_params& p) {
   if (p.n_head() / p.n_head_kv() > vec_max_gqa) return status::unsupported;
   for (bool warp : {false, true}) {
     if (warp && !vec_warp_reads(p)) continue;
-    const vec_row_layout l = vec_rows_of(p, warp);
-    if (p.n_head_kv() * l.head_splits > max_grid_yz || p.n_seq() * l.q_tiles > max_grid_yz ||
-        p.n_head() > max_grid_yz)
-      return status::unsupported;
+    if (!vec_grid_fits(p, vec_rows_of(p, warp))) return status::unsupported;
   }
   return status::ok;
 }
