@@ -196,7 +196,8 @@ void with_vec_head_dims(const vec_plan& plan, F&& f) {
   auto same = [&](auto d) { f(d, d); };
   if (plan.head_dim_k != plan.head_dim) {
     if (vec_warp_v_in_k_dims(plan.head_dim_k, plan.head_dim))
-      f(std::integral_constant<int, 512>{}, std::integral_constant<int, 640>{});
+      f(std::integral_constant<int, vec_warp_v_in_k_head_dim_v>{},
+        std::integral_constant<int, vec_warp_v_in_k_head_dim_k>{});
     return;
   }
   switch (plan.head_dim) {
@@ -306,37 +307,33 @@ inline bool v_view_of_k(const attention_params& p) {
   return p.v.data == p.k.data && p.v.type == p.k.type && p.v.ne[0] < p.k.ne[0] && p.v.nb[1] == p.k.nb[1] &&
          p.v.nb[2] == p.k.nb[2] && p.v.nb[3] == p.k.nb[3];
 }
-// The warp kernel's V-in-K form (vec_warp_config::v_in_k): K and V head dims 640 and 512, V a view
-// of K (v_view_of_k) of turbo3, turbo2 or turbo4, on matrix instructions; GQA up to vec_max_gqa
-// and the grid limits as vec_supported. Other head dim pairs, and V apart from K, are unsupported.
-inline constexpr int64_t vec_max_gqa = 128;
-inline status vec_warp_v_in_k_supported(const attention_params& p) {
-  const bool dims = vec_warp_v_in_k_dims(static_cast<int>(p.head_dim_k()), static_cast<int>(p.head_dim_v()));
-  if (!dims || !v_view_of_k(p) || !vec_warp_side_type(p.k.type) || !vec_warp_reads(p)) return status::unsupported;
-  if (p.n_head() / p.n_head_kv() > vec_max_gqa) return status::unsupported;
-  return vec_grid_fits(p, vec_rows_of(p, true)) ? status::ok : status::unsupported;
-}
+inline constexpr int64_t vec_max_gqa = 128;  // query heads per KV head (MLA: DeepSeek-V3's 128 over 1)
 
 // Whether the VEC kernels take these (validated) params: any K/V type pair (the pairs outside
 // vec_warp_types, e.g. q8_0 V or turbo4 with turbo2, through the scalar kernel only), head dims
 // 128, 256, 512 and 64 (f16 K and V only: q8_0 at D = 64 decodes through materialize, launch.hpp's
-// route_on) and, where K's differs from V's, the V-in-K form (vec_warp_v_in_k_supported), f16
-// rows 16-byte aligned, GQA <= vec_max_gqa, and grids within the launch limits: the decode
-// kernel's (splits <= 256, KV heads x head splits, sequences x query tiles) and the combine
+// route_on) and, where K's differs from V's, only the warp kernel's V-in-K form (K and V head dims
+// 640 and 512, V a view of K: v_view_of_k, of turbo3, turbo2 or turbo4), f16 rows 16-byte
+// aligned, GQA <= vec_max_gqa, and grids within the launch limits: the decode kernel's (splits <= 256, KV heads x head splits, sequences x query tiles) and the combine
 // kernel's (queries x slices, n_head, n_seq; its x stays far below 2^31 once sequences x query
 // tiles fits).
 inline status vec_supported(const attention_params& p) {
   if (!has_kernel_loader(p.k.type) || !has_kernel_loader(p.v.type)) return status::unsupported;
   const int64_t dk = p.head_dim_k(), dv = p.head_dim_v();
-  if (dk != dv) return vec_warp_v_in_k_supported(p);
-  const bool f16_kv = p.k.type == data_type::f16 && p.v.type == data_type::f16;
-  const bool dim_ok = dk == 128 || dk == 256 || dk == 512 || (dk == 64 && f16_kv);
-  if (!dim_ok) return status::unsupported;
-  if (p.k.type == data_type::f16 && !rows_aligned16(p.k)) return status::unsupported;
-  if (p.v.type == data_type::f16 && !rows_aligned16(p.v)) return status::unsupported;
+  const bool v_in_k = dk != dv;  // the warp kernel's V-in-K form or nothing
+  if (v_in_k) {
+    if (!vec_warp_v_in_k_dims(static_cast<int>(dk), static_cast<int>(dv)) || !v_view_of_k(p) || !vec_warp_reads(p))
+      return status::unsupported;
+  } else {
+    const bool f16_kv = p.k.type == data_type::f16 && p.v.type == data_type::f16;
+    const bool dim_ok = dk == 128 || dk == 256 || dk == 512 || (dk == 64 && f16_kv);
+    if (!dim_ok) return status::unsupported;
+    if (p.k.type == data_type::f16 && !rows_aligned16(p.k)) return status::unsupported;
+    if (p.v.type == data_type::f16 && !rows_aligned16(p.v)) return status::unsupported;
+  }
   if (p.n_head() / p.n_head_kv() > vec_max_gqa) return status::unsupported;
   for (bool warp : {false, true}) {
-    if (warp && !vec_warp_reads(p)) continue;
+    if (warp ? !vec_warp_reads(p) : v_in_k) continue;  // the layouts of the kernels that may run it
     if (!vec_grid_fits(p, vec_rows_of(p, warp))) return status::unsupported;
   }
   return status::ok;
