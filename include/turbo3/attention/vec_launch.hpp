@@ -70,6 +70,14 @@ struct kernel_constant {
   static constexpr int smem_bytes = SmemBytes;
 };
 
+// The warp kernel of one shape, masked or not, as a kernel_constant passed to f.
+template <int D, int COL_BLOCKS, int WARPS, class KS, class VS, int DK = D, class F>
+void with_warp_kernel(bool masked, F& f) {
+  using C = vec_warp_kernel_config<D, COL_BLOCKS, WARPS, KS, VS, DK>;
+  if (masked) f(kernel_constant<&vec_warp_kernel<D, true, COL_BLOCKS, WARPS, KS, VS, DK>, C::threads, C::smem_bytes>{});
+  else f(kernel_constant<&vec_warp_kernel<D, false, COL_BLOCKS, WARPS, KS, VS, DK>, C::threads, C::smem_bytes>{});
+}
+
 // The VEC kernel of a plan (head dim D, variant, rows) for the K/V types, as a kernel_constant
 // passed to f: the launch and the occupancy query both come through here, so they cannot disagree.
 // DK: K's head dim where it is not D (the warp kernel's V-in-K form: same-type turbo sides only).
@@ -83,15 +91,9 @@ void with_vec_kernel(const vec_plan& plan, data_type k, data_type v, bool masked
       if (plan.variant != vec_variant::warp || k != v || plan.warp_warps != 4) return;
       auto with_side = [&](auto side) {
         using S = decltype(side);
-        auto with_col_blocks = [&](auto col_blocks) {
-          constexpr int CB = decltype(col_blocks)::value;
-          using C = vec_warp_kernel_config<D, CB, 4, S, S, DK>;
-          if (masked) f(kernel_constant<&vec_warp_kernel<D, true, CB, 4, S, S, DK>, C::threads, C::smem_bytes>{});
-          else f(kernel_constant<&vec_warp_kernel<D, false, CB, 4, S, S, DK>, C::threads, C::smem_bytes>{});
-        };
-        if (plan.warp_col_blocks == 1) with_col_blocks(std::integral_constant<int, 1>{});
+        if (plan.warp_col_blocks == 1) with_warp_kernel<D, 1, 4, S, S, DK>(masked, f);
         else if constexpr (vec_warp_v_in_k_max_col_blocks(S::type) >= 2)
-          if (plan.warp_col_blocks == 2) with_col_blocks(std::integral_constant<int, 2>{});
+          if (plan.warp_col_blocks == 2) with_warp_kernel<D, 2, 4, S, S, DK>(masked, f);
       };
       if (k == data_type::turbo3) with_side(turbo3_warp_side{});
       else if (k == data_type::turbo2) with_side(turbo2_warp_side{});
@@ -103,26 +105,17 @@ void with_vec_kernel(const vec_plan& plan, data_type k, data_type v, bool masked
       auto with_sides = [&](auto k_side, auto v_side) {
         using KS = decltype(k_side);
         using VS = decltype(v_side);
-        auto with_shape = [&](auto col_blocks, auto warps) {
-          constexpr int COL_BLOCKS = decltype(col_blocks)::value, W = decltype(warps)::value;
-          using C = vec_warp_kernel_config<D, COL_BLOCKS, W, KS, VS>;
-          if (masked) f(kernel_constant<&vec_warp_kernel<D, true, COL_BLOCKS, W, KS, VS>, C::threads, C::smem_bytes>{});
-          else f(kernel_constant<&vec_warp_kernel<D, false, COL_BLOCKS, W, KS, VS>, C::threads, C::smem_bytes>{});
-        };
-        using one = std::integral_constant<int, 1>;
-        using four = std::integral_constant<int, 4>;
         constexpr int max_col_blocks = vec_warp_max_col_blocks(D, KS::type, VS::type);
         if (plan.warp_col_blocks == 1) {
           if constexpr (D == 256 && vec_warp_deep_types(KS::type, VS::type)) {
-            if (plan.warp_warps == vec_warp_deep_warps)
-              return with_shape(one{}, std::integral_constant<int, vec_warp_deep_warps>{});
+            if (plan.warp_warps == vec_warp_deep_warps) return with_warp_kernel<D, 1, vec_warp_deep_warps, KS, VS>(masked, f);
           }
-          with_shape(one{}, four{});
+          with_warp_kernel<D, 1, 4, KS, VS>(masked, f);
         } else if (plan.warp_col_blocks == 2) {
-          if constexpr (max_col_blocks >= 2) with_shape(std::integral_constant<int, 2>{}, four{});
+          if constexpr (max_col_blocks >= 2) with_warp_kernel<D, 2, 4, KS, VS>(masked, f);
         } else if constexpr (max_col_blocks >= 4) {
-          if (plan.warp_warps == vec_warp_wide_warps) with_shape(four{}, std::integral_constant<int, vec_warp_wide_warps>{});
-          else with_shape(four{}, four{});
+          if (plan.warp_warps == vec_warp_wide_warps) with_warp_kernel<D, 4, vec_warp_wide_warps, KS, VS>(masked, f);
+          else with_warp_kernel<D, 4, 4, KS, VS>(masked, f);
         }
       };
       using T3 = turbo3_warp_side;
