@@ -325,6 +325,8 @@ bool time_case(benchmark::State& state, prepared_case& c) {
 // view of each row's first 512 (named d640v512); every other head dim is K's and V's.
 inline constexpr int mla_head_dim = 640, mla_v_head_dim = 512;
 int v_head_dim_of(int d) { return d == mla_head_dim ? mla_v_head_dim : d; }
+// Bytes of one V row stored apart from K: none in MLA's cache, where V is K's bytes.
+size_t v_own_row_bytes(turbo3::data_type v_type, int d) { return d == mla_head_dim ? 0 : turbo3::row_bytes(v_type, d); }
 std::string dim_name(int d) { return "d" + std::to_string(d) + (d == mla_head_dim ? "v" + std::to_string(mla_v_head_dim) : ""); }
 
 // Q and out: f32, [D, n_q, n_head, 1] stored token-major ([n_q][n_head][D]) as an engine has them
@@ -419,7 +421,7 @@ std::vector<turbo3::attention_params> attention_sets(prepared_case& c, turbo3::d
   const int H = g_config.n_head, HKV = g_config.n_head_kv;
   const size_t qo_bytes = static_cast<size_t>(d) * n_q * H * 4;
   const size_t k_bytes = row_bytes(k_type, d) * static_cast<size_t>(n_kv) * HKV;
-  const size_t v_bytes = d == mla_head_dim ? 0 : row_bytes(v_type, d) * static_cast<size_t>(n_kv) * HKV;
+  const size_t v_bytes = v_own_row_bytes(v_type, d) * static_cast<size_t>(n_kv) * HKV;
   const size_t mask_bytes = mask ? static_cast<size_t>(n_kv) * n_q * 2 : 0;
   const double set_bytes = 2.0 * qo_bytes + static_cast<double>(k_bytes + v_bytes) + mask_bytes;
   const int copies = rotation_copies(set_bytes);
@@ -510,7 +512,7 @@ void decode_benchmark(benchmark::State& state, const std::string& key, const dec
   using namespace turbo3;
   const int H = g_config.n_head, HKV = g_config.n_head_kv;
   const size_t k_bytes = row_bytes(k_type, d) * static_cast<size_t>(depth) * HKV;
-  const size_t v_bytes = d == mla_head_dim ? 0 : row_bytes(v_type, d) * static_cast<size_t>(depth) * HKV;
+  const size_t v_bytes = v_own_row_bytes(v_type, d) * static_cast<size_t>(depth) * HKV;
   const double set_bytes = static_cast<double>(k_bytes + v_bytes);
   prepared_case* c = kept_case(key);
   if (!c) {
@@ -596,12 +598,11 @@ void chunk_benchmark(benchmark::State& state, const std::string& key, const turb
   }
   if (!time_case(state, *c)) return;
   const double pairs = static_cast<double>(n_q) * depth + 0.5 * static_cast<double>(n_q) * (n_q + 1);
-  const size_t v_row_bytes = d == mla_head_dim ? 0 : row_bytes(v_type, d);  // MLA: V is K's bytes
   state.counters["tokens_per_s"] = benchmark::Counter(n_q, benchmark::Counter::kIsIterationInvariantRate);
   const double flops = 2.0 * (d + v_head_dim_of(d)) * H * pairs;  // Q K^T over D_k, P V over D_v
   state.counters["TFLOPs"] = benchmark::Counter(flops / 1e12, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["kv_GBps"] =
-      benchmark::Counter(static_cast<double>(row_bytes(k_type, d) + v_row_bytes) * n_kv * HKV / 1e9,
+      benchmark::Counter(static_cast<double>(row_bytes(k_type, d) + v_own_row_bytes(v_type, d)) * n_kv * HKV / 1e9,
                          benchmark::Counter::kIsIterationInvariantRate);
   state.counters["head_dim"] = d;
   state.counters["n_q"] = n_q;

@@ -307,9 +307,9 @@ inline constexpr int64_t vec_max_gqa = 128;  // query heads per KV head (MLA: De
 // 128, 256, 512 and 64 (f16 K and V only: q8_0 at D = 64 decodes through materialize, launch.hpp's
 // route_on) and, where K's differs from V's, only the warp kernel's V-in-K form (K and V head dims
 // 640 and 512, V a view of K: v_view_of_k, of turbo3, turbo2 or turbo4), f16 rows 16-byte
-// aligned, GQA <= vec_max_gqa, and grids within the launch limits: the decode kernel's (splits <= 256, KV heads x head splits, sequences x query tiles) and the combine
-// kernel's (queries x slices, n_head, n_seq; its x stays far below 2^31 once sequences x query
-// tiles fits).
+// aligned, GQA <= vec_max_gqa, and grids within the launch limits: the decode kernel's (splits
+// <= 256, KV heads x head splits, sequences x query tiles) and the combine kernel's (queries x
+// slices, n_head, n_seq; its x stays far below 2^31 once sequences x query tiles fits).
 inline status vec_supported(const attention_params& p) {
   if (!has_kernel_loader(p.k.type) || !has_kernel_loader(p.v.type)) return status::unsupported;
   const int64_t dk = p.head_dim_k(), dv = p.head_dim_v();
