@@ -323,11 +323,14 @@ bool time_case(benchmark::State& state, prepared_case& c) {
 
 // Head dim 640 (--head-dims) is MLA's cache as ggml engines keep it: K rows of 640 values, V a
 // view of each row's first 512 (named d640v512); every other head dim is K's and V's.
-inline constexpr int mla_head_dim = 640, mla_v_head_dim = 512;
-int v_head_dim_of(int d) { return d == mla_head_dim ? mla_v_head_dim : d; }
+int v_head_dim_of(int d) { return d == turbo3::mla_head_dim_k ? turbo3::mla_head_dim_v : d; }
 // Bytes of one V row stored apart from K: none in MLA's cache, where V is K's bytes.
-size_t v_own_row_bytes(turbo3::data_type v_type, int d) { return d == mla_head_dim ? 0 : turbo3::row_bytes(v_type, d); }
-std::string dim_name(int d) { return "d" + std::to_string(d) + (d == mla_head_dim ? "v" + std::to_string(mla_v_head_dim) : ""); }
+size_t v_own_row_bytes(turbo3::data_type v_type, int d) {
+  return d == turbo3::mla_head_dim_k ? 0 : turbo3::row_bytes(v_type, d);
+}
+std::string dim_name(int d) {
+  return "d" + std::to_string(d) + (d == turbo3::mla_head_dim_k ? "v" + std::to_string(turbo3::mla_head_dim_v) : "");
+}
 
 // Q and out: f32, [D, n_q, n_head, 1] stored token-major ([n_q][n_head][D]) as an engine has them
 // (out: V's head dim).
@@ -344,9 +347,9 @@ void set_q_out(turbo3::attention_params& p, void* q, void* out, int d, int n_q, 
 
 // V as MLA's view of K (head dim 640): K's bytes and rows, its first 512 values.
 bool set_v_in_k(turbo3::attention_params& p, int d) {
-  if (d != mla_head_dim) return false;
+  if (d != turbo3::mla_head_dim_k) return false;
   p.v = p.k;
-  p.v.ne[0] = mla_v_head_dim;
+  p.v.ne[0] = turbo3::mla_head_dim_v;
   return true;
 }
 

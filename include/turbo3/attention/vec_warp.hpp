@@ -97,13 +97,8 @@ TURBO3_HD constexpr int vec_warp_warps(int d, int col_blocks, int64_t n_kv, data
 }
 
 TURBO3_HD constexpr bool vec_warp_head_dim(int d) { return d == 128 || d == 256 || d == 512; }
-// K and V head dims of the V-in-K form (vec_warp_config::v_in_k): MLA's cache as ggml engines keep
-// it, 576-value K rows (512 latent values, then 64 of RoPE) padded to 640 for the 128-value turbo
-// groups, V a view of each row's first 512.
-inline constexpr int vec_warp_v_in_k_head_dim_k = 640, vec_warp_v_in_k_head_dim_v = 512;
-TURBO3_HD constexpr bool vec_warp_v_in_k_dims(int dk, int dv) {
-  return dk == vec_warp_v_in_k_head_dim_k && dv == vec_warp_v_in_k_head_dim_v;
-}
+// K and V head dims of the V-in-K form (vec_warp_config::v_in_k): MLA's cache (params.hpp).
+TURBO3_HD constexpr bool vec_warp_v_in_k_dims(int dk, int dv) { return dk == mla_head_dim_k && dv == mla_head_dim_v; }
 
 // The K/V type pairs the kernel reads: turbo3, turbo2 or turbo4 on both sides, one type or turbo3
 // with another, and q8_0 K with turbo3 V (q8_0 is a K side only: q8_0_warp_side). Other pairs take
