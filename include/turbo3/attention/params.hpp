@@ -27,6 +27,11 @@ struct output_view {
   size_t nb[4] = {0, 0, 0, 0};
 };
 
+// MLA's cache as the TurboQuant fork keeps it (DeepSeek, Kimi and GLM's MLA models): K rows of 576
+// values (512 latent, then 64 of RoPE) zero-padded to 640 for whole 128-value groups, V a view of
+// each K row's first 512 values (K's data, type and strides). docs/design.md says which kernels serve it.
+inline constexpr int mla_head_dim_k = 640, mla_head_dim_v = 512;
+
 // Shapes (ggml order):
 //   q    [D_k, n_q,  n_head,    n_seq]  f32 or f16
 //   k    [D_k, n_kv, n_head_kv, n_seq]  f16, turbo3, turbo4, turbo2 or q8_0 (the kernels: f16 or turbo3)
@@ -48,11 +53,6 @@ struct output_view {
 //   sinks (per query head, f32): exp(sink[h] - max) joins the softmax denominator only.
 //   A query row that sees no key at all (every key masked or outside the causal window) gets
 //   zeros, with or without a sink (as ggml's CPU path does).
-// MLA's cache as the TurboQuant fork keeps it (DeepSeek, Kimi and GLM's MLA models): K rows of 576
-// values (512 latent, then 64 of RoPE) zero-padded to 640 for whole 128-value groups, V a view of
-// each K row's first 512 values (K's data, type and strides). docs/design.md says which kernels serve it.
-inline constexpr int mla_head_dim_k = 640, mla_head_dim_v = 512;
-
 struct attention_params {
   tensor_view q, k, v;
   tensor_view mask;                // mask.data == nullptr: no mask

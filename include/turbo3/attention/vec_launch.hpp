@@ -189,8 +189,7 @@ void with_vec_head_dims(const vec_plan& plan, F&& f) {
   auto same = [&](auto d) { f(d, d); };
   if (plan.head_dim_k != plan.head_dim) {
     if (vec_warp_v_in_k_dims(plan.head_dim_k, plan.head_dim))
-      f(std::integral_constant<int, mla_head_dim_v>{},
-        std::integral_constant<int, mla_head_dim_k>{});
+      f(std::integral_constant<int, mla_head_dim_v>{}, std::integral_constant<int, mla_head_dim_k>{});
     return;
   }
   switch (plan.head_dim) {
