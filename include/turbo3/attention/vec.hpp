@@ -582,7 +582,11 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_combine_kernel(attentio
 // call before (below).
 // Every thread calls it after its last partial store. THREADS: the work-group's (whole warps of 32).
 inline constexpr int vec_merge_batch = 17;  // splits whose loads merge_splits_if_last issues together
-template <int D, int ROWS, int THREADS = vec_threads>
+// GROUPS_AT_ONCE: 128-value groups of one row a warp folds at once, their loads issued together
+// and their (maximum, sum) loads shared (each batch costs about one round trip whatever its
+// loads): 2 at D = 256 in the warp kernel's wide form, whose warps have 4 groups each to merge and
+// registers to spare after the loop.
+template <int D, int ROWS, int THREADS = vec_threads, int GROUPS_AT_ONCE = 1>
 TURBO3_DEVICE void merge_splits_if_last(const attention_args& a, const vec_context& x, int head_splits, int tid) {
   static_assert(D % block_values == 0, "the un-rotation takes whole 128-value groups");
   static_assert(THREADS % 32 == 0 && (D == 0 || platform::warp_size == 32), "a warp of 32 lanes per 128-value group");
@@ -621,25 +625,29 @@ TURBO3_DEVICE void merge_splits_if_last(const attention_args& a, const vec_conte
   // merge costs about two round trips at an H200's 33 splits; 33 splits in one batch need 132
   // registers, which the deep kernel does not have (docs/performance.md, decode).
   constexpr int groups = D / block_values, warps = THREADS / 32, batch = vec_merge_batch;
+  constexpr int at_once = GROUPS_AT_ONCE;
+  static_assert(groups % at_once == 0, "a warp folds whole shares of one row's groups");
   const int warp = tid / 32, lane = tid % 32;
   const int n = a.n_splits;
   const size_t stride = static_cast<size_t>(ROWS) * vec_partial_pitch(D);  // from one split's row to the next split's
   const float* const first = a.partial + vec_partial_row(a, x.seq, x.kv_block, x.q_tile, 0, blocks_per_seq, ROWS, 0, D);
-  for (int item = warp; item < x.active_rows * groups; item += warps) {  // warp-uniform
-    const int r = item / groups, d0 = (item % groups) * block_values + 4 * lane;
+  for (int item = warp; item < x.active_rows * groups / at_once; item += warps) {  // warp-uniform
+    const int r = item * at_once / groups, d0 = (item * at_once % groups) * block_values + 4 * lane;
     const float* const f = first + r * vec_partial_pitch(D);
     const vec_row row = vec_row_of(a, r, x.kv_head, x.head_split, x.q_tile, x.heads_per_block);
     const float sink = a.sinks && row.query >= 0 ? a.sinks[row.head] * log2e : -INFINITY;
-    float m_run = sink, l_run = 0.0f, acc[4] = {};
+    float m_run = sink, l_run = 0.0f, acc[at_once][4] = {};
     for (int s0 = 0; s0 < n; s0 += batch) {
       float2 ml[batch];
-      float4 v[batch];
+      float4 v[at_once][batch];
       TURBO3_UNROLL
       for (int b = 0; b < batch; ++b) {
         const bool in = s0 + b < n;
         const float* src = f + (s0 + b) * stride;
         ml[b] = in ? platform::load_coherent2(src + D) : make_float2(-INFINITY, 0.0f);
-        v[b] = in ? platform::load_coherent4(src + d0) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        TURBO3_UNROLL
+        for (int i = 0; i < at_once; ++i)
+          v[i][b] = in ? platform::load_coherent4(src + d0 + i * block_values) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       }
       float m_new = m_run;
       TURBO3_UNROLL
@@ -647,28 +655,36 @@ TURBO3_DEVICE void merge_splits_if_last(const attention_args& a, const vec_conte
       const float rescale = m_run == -INFINITY ? 0.0f : platform::exp2_fast(m_run - m_new);
       l_run *= rescale;
       TURBO3_UNROLL
-      for (int i = 0; i < 4; ++i) acc[i] *= rescale;
+      for (int i = 0; i < at_once; ++i)
+        TURBO3_UNROLL
+        for (int c = 0; c < 4; ++c) acc[i][c] *= rescale;
       TURBO3_UNROLL
       for (int b = 0; b < batch; ++b) {
         const float w = ml[b].x == -INFINITY ? 0.0f : platform::exp2_fast(ml[b].x - m_new);
         l_run += w * ml[b].y;
-        acc[0] += w * v[b].x;
-        acc[1] += w * v[b].y;
-        acc[2] += w * v[b].z;
-        acc[3] += w * v[b].w;
+        TURBO3_UNROLL
+        for (int i = 0; i < at_once; ++i) {
+          acc[i][0] += w * v[i][b].x;
+          acc[i][1] += w * v[i][b].y;
+          acc[i][2] += w * v[i][b].z;
+          acc[i][3] += w * v[i][b].w;
+        }
       }
       m_run = m_new;
     }
     if (sink != -INFINITY) l_run += platform::exp2_fast(sink - m_run);
     const float inv = l_run > 0.0f ? 1.0f / l_run : 0.0f;
-    float u[4];
     TURBO3_UNROLL
-    for (int i = 0; i < 4; ++i) u[i] = acc[i] * inv;
-    if (a.unrotate_out) rotate_group_warp32<true>(u, lane);  // warp-uniform
-    if (row.query >= 0) {
-      char* const out = output_row(a, row.query, row.head, x.seq);
+    for (int i = 0; i < at_once; ++i) {
+      float u[4];
       TURBO3_UNROLL
-      for (int i = 0; i < 4; ++i) store_output(a, out, d0 + i, u[i]);
+      for (int c = 0; c < 4; ++c) u[c] = acc[i][c] * inv;
+      if (a.unrotate_out) rotate_group_warp32<true>(u, lane);  // warp-uniform
+      if (row.query >= 0) {
+        char* const out = output_row(a, row.query, row.head, x.seq);
+        TURBO3_UNROLL
+        for (int c = 0; c < 4; ++c) store_output(a, out, d0 + i * block_values + c, u[c]);
+      }
     }
   }
 }
