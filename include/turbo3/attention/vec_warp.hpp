@@ -252,11 +252,11 @@ struct vec_warp_config {
   static constexpr int query_bytes = (ROWS * q_pitch + ROWS * k_blocks) * 4;
   static_assert(query_bytes <= (stages - 1) * ring_stride, "Q fits in the ring's later slots");
   static constexpr int merge_rows_per_slot = stage_bytes / (merge_pitch * 4);
+  static_assert(merge_rows_per_slot * stages >= ROWS, "a warp's rows (4 per value column block) fit its ring");
   // 128-value groups of a row the final split merge folds at once (merge_splits_if_last): 2 in the
   // wide form at D = 256 (its merge 6.5 us against 8.5, docs/performance.md, decode); one at
   // D = 128, where a warp's two items are two rows and folding them together gains nothing.
   static constexpr int merge_groups_at_once = score_sets > 1 && blocks % 2 == 0 ? 2 : 1;
-  static_assert(merge_rows_per_slot * stages >= ROWS, "a warp's rows (4 per value column block) fit its ring");
   // Q fragments (fp16 form) in registers, or, in the wide form at D = 256 (their 64 registers beside
   // 128 accumulators spill) and past 4 K groups (80 registers beside D = 512's 64 accumulators),
   // in shared memory after the ring, [score set][fragment][lane] (one 8-byte load per multiply,
