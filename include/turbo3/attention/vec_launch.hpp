@@ -70,12 +70,17 @@ struct kernel_constant {
   static constexpr int smem_bytes = SmemBytes;
 };
 
-// The warp kernel of one shape, masked or not, as a kernel_constant passed to f.
-template <int D, int COL_BLOCKS, int WARPS, class KS, class VS, int DK = D, class F>
+// The warp kernel of one shape, masked or not, as a kernel_constant passed to f. HAS_MASKED: false
+// where the masked kernel is not built (the planner never asks for it: vec_warp_wide_masked).
+template <int D, int COL_BLOCKS, int WARPS, class KS, class VS, int DK = D, bool HAS_MASKED = true, class F>
 void with_warp_kernel(bool masked, F& f) {
   using C = vec_warp_kernel_config<D, COL_BLOCKS, WARPS, KS, VS, DK>;
-  if (masked) f(kernel_constant<&vec_warp_kernel<D, true, COL_BLOCKS, WARPS, KS, VS, DK>, C::threads, C::smem_bytes>{});
-  else f(kernel_constant<&vec_warp_kernel<D, false, COL_BLOCKS, WARPS, KS, VS, DK>, C::threads, C::smem_bytes>{});
+  if (masked) {
+    if constexpr (HAS_MASKED)
+      f(kernel_constant<&vec_warp_kernel<D, true, COL_BLOCKS, WARPS, KS, VS, DK>, C::threads, C::smem_bytes>{});
+  } else {
+    f(kernel_constant<&vec_warp_kernel<D, false, COL_BLOCKS, WARPS, KS, VS, DK>, C::threads, C::smem_bytes>{});
+  }
 }
 
 // The VEC kernel of a plan (head dim D, variant, rows) for the K/V types, as a kernel_constant
@@ -114,8 +119,10 @@ void with_vec_kernel(const vec_plan& plan, data_type k, data_type v, bool masked
         } else if (plan.warp_col_blocks == 2) {
           if constexpr (max_col_blocks >= 2) with_warp_kernel<D, 2, 4, KS, VS>(masked, f);
         } else if constexpr (max_col_blocks >= 4) {
-          if (plan.warp_warps == vec_warp_wide_warps) with_warp_kernel<D, 4, vec_warp_wide_warps, KS, VS>(masked, f);
-          else with_warp_kernel<D, 4, 4, KS, VS>(masked, f);
+          constexpr bool has_masked = vec_warp_wide_masked(D, KS::type, VS::type);
+          if (plan.warp_warps == vec_warp_wide_warps)
+            with_warp_kernel<D, 4, vec_warp_wide_warps, KS, VS, D, has_masked>(masked, f);
+          else with_warp_kernel<D, 4, 4, KS, VS, D, has_masked>(masked, f);
         }
       };
       using T3 = turbo3_warp_side;
@@ -252,7 +259,10 @@ inline bool vec_warp_reads(const attention_params& p) {
 // The most rows a work-group of the warp kernel takes for this call (vec_warp_reads).
 inline int vec_warp_max_rows_of(const attention_params& p) {
   if (p.head_dim_k() != p.head_dim_v()) return 4 * vec_warp_v_in_k_max_col_blocks(p.k.type);  // the V-in-K form
-  return vec_warp_max_rows(static_cast<int>(p.head_dim_v()), p.k.type, p.v.type);
+  const int d = static_cast<int>(p.head_dim_v());
+  if (p.mask.data && vec_warp_wide(d, p.k.type, p.v.type) && !vec_warp_wide_masked(d, p.k.type, p.v.type))
+    return vec_warp_rows;  // two column blocks
+  return vec_warp_max_rows(d, p.k.type, p.v.type);
 }
 // The rows a work-group of the warp kernel is laid out for: vec_warp_max_rows_of, but at D = 256
 // the wide form (16 rows) only over at least vec_warp_wide_min_row_sets KV heads x sequences. Over

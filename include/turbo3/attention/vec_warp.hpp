@@ -109,10 +109,19 @@ TURBO3_HD constexpr bool vec_warp_types(data_type k, data_type v) {
   return vec_warp_side_type(k) && vec_warp_side_type(v) && (k == v || k == data_type::turbo3 || v == data_type::turbo3);
 }
 
-// The wide (16-row) form: turbo3 K and V at D = 128 and 256, the cache of verify batches (other
-// pairs take their rows in work-groups of 8: one more kernel per pair and shape to compile).
+// The wide (16-row) form at D = 128 and 256: one type on both sides (turbo3, turbo2, turbo4), and
+// q8_0 K with turbo3 V at D = 128 (at D = 256 it spills at 255 registers). nvcc 13.0, sm_90a,
+// registers at D = 128 / 256 without / with a mask: turbo3 221-234 / 254, turbo2 222 / 246-253,
+// turbo4 230-239 / 255 (masked: vec_warp_wide_masked), q8_0-K 236-246.
+// Mixed turbo pairs take their rows in work-groups of 8 (two more kernels per pair and shape).
 TURBO3_HD constexpr bool vec_warp_wide(int d, data_type k, data_type v) {
-  return (d == 128 || d == 256) && k == data_type::turbo3 && v == data_type::turbo3;
+  const bool one_turbo = k == v && (k == data_type::turbo3 || k == data_type::turbo2 || k == data_type::turbo4);
+  return (d == 128 || d == 256) && (one_turbo || (d == 128 && k == data_type::q8_0 && v == data_type::turbo3));
+}
+// Whether the wide form is built with a mask too: not turbo4 at D = 256, whose masked kernel
+// spills 40 bytes at 255 registers (nvcc 13.0, sm_90a); masked calls there take 8 rows.
+TURBO3_HD constexpr bool vec_warp_wide_masked(int d, data_type k, data_type v) {
+  return vec_warp_wide(d, k, v) && !(d == 256 && (k == data_type::turbo4 || v == data_type::turbo4));
 }
 // Value column blocks of 4 query rows a work-group may take: 4 in the wide form, 2 elsewhere, and
 // at D = 512 one (246-255 registers without spills; two spill 360-490 bytes at 255), so a GQA
