@@ -63,12 +63,15 @@ inline constexpr int vec_warp_wide_warps = 8;
 // (2 fit), 159-163 with 6 warps (2 fit), 140-164 at D = 128 (3 fit).
 inline constexpr int vec_warp_min_blocks = 2;
 // A turbo4 side at D = 128 takes 173-188 registers compiled for 2 (its decode's sign and magnitude
-// lookups), a q8_0 K side up to 173: compiled for 3, as turbo3 fits at D = 128. The wide form's
-// 8 warps (vec_warp_wide_warps) fill a multiprocessor's registers alone: 1.
-template <int D, int WARPS, class KS, class VS>
+// lookups), a q8_0 K side up to 173: compiled for 3, as turbo3 fits at D = 128, up to 8 rows (16
+// rows in 4 warps, where a device refuses the 8-warp form's shared memory, spill 350-490 bytes at
+// 168 registers: 2). The wide form's 8 warps (vec_warp_wide_warps) fill a multiprocessor's
+// registers alone: 1.
+template <int D, int WARPS, class KS, class VS, int COL_BLOCKS>
 inline constexpr int vec_warp_min_blocks_of =
     WARPS == vec_warp_wide_warps ? 1
-    : D == 128 && (KS::type == data_type::turbo4 || VS::type == data_type::turbo4 || KS::type == data_type::q8_0)
+    : D == 128 && COL_BLOCKS <= 2 &&
+            (KS::type == data_type::turbo4 || VS::type == data_type::turbo4 || KS::type == data_type::q8_0)
         ? 3
         : vec_warp_min_blocks;
 // Keys per unit of a split (one 16-key group per warp): finer than vec_tile, so short contexts
@@ -1071,7 +1074,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_combine_warps(const attention_arg
 // V's D (the V-in-K form, vec_warp_v_in_k_dims). Shared memory is dynamic, C::smem_bytes (64.5 KB
 // for turbo3 with 6 warps at D = 256).
 template <int D, bool MASKED, int COL_BLOCKS, int WARPS, class KS, class VS, int DK = D>
-TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, (vec_warp_min_blocks_of<D, WARPS, KS, VS>))
+TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, (vec_warp_min_blocks_of<D, WARPS, KS, VS, COL_BLOCKS>))
     vec_warp_kernel(attention_args a, int head_splits) {
   using C = vec_warp_kernel_config<D, COL_BLOCKS, WARPS, KS, VS, DK>;
   constexpr int S = C::score_sets;
