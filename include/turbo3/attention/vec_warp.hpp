@@ -80,6 +80,14 @@ inline constexpr int vec_warp_min_blocks_of =
 // (at least 2: a warp holds the chunks of its two newest ring slots).
 TURBO3_HD constexpr int vec_warp_split_keys(int warps) { return 16 * warps; }
 inline constexpr int vec_warp_chunk_groups = 2;
+// How far (log2 units) a score may exceed its row's running maximum before the maximum moves and O
+// is rescaled: the softmax weights p stay at most 2^4 = 16. The value multiplies take p times each
+// key's V norm (or scale) in fp16, which holds the product for norms up to 65504 / 16: a group
+// with a V norm above 2048 (vec_warp_slack_norm_bits, fp16 bits, half that bound so that a p
+// rounded past 16 stays finite; NaN and negative bits compare above) takes the exact update,
+// p <= 1, and no product overflows (docs/format.md, section 7).
+inline constexpr float vec_warp_max_slack = 4.0f;
+inline constexpr uint32_t vec_warp_slack_norm_bits = 0x6800u;  // 2048
 // Warps per work-group: 4; 8 in the wide form (vec_warp_wide_warps); 6 at D = 256 with one value
 // column block, at least vec_warp_deep_keys keys and turbo3 or turbo2 sides (vec_warp_i8_type: a
 // turbo4 K has no integer scores, and a turbo4 V's decode spills at 168 registers): two
@@ -269,6 +277,11 @@ struct vec_warp_config {
   // wide form at D = 256 (its merge 6.5 us against 8.5, docs/performance.md, decode); one at
   // D = 128, where a warp's two items are two rows and folding them together gains nothing.
   static constexpr int merge_groups_at_once = score_sets > 1 && blocks % 2 == 0 ? 2 : 1;
+  // The running maxima's slack (vec_warp_max_slack): none at D = 512 and for turbo4 V at D = 256,
+  // whose kernels have no registers for the norm check (with it the wide turbo4 form at D = 256
+  // spills 20 bytes, masked q8_0-K at D = 512 8).
+  static constexpr float max_slack =
+      blocks > 2 || (VS::type == data_type::turbo4 && blocks > 1) ? 0.0f : vec_warp_max_slack;
   // Q fragments (fp16 form) in registers, or, in the wide form at D = 256 (their 64 registers beside
   // 128 accumulators spill) and past 4 K groups (80 registers beside D = 512's 64 accumulators),
   // in shared memory after the ring, [score set][fragment][lane] (one 8-byte load per multiply,
@@ -1192,18 +1205,34 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, (vec_warp_min_block
       TURBO3_UNROLL
       for (int set = 0; set < S; ++set)
         vec_warp_mask_scores<MASKED>(s[set], a, key_limit[set], row_mask[set], row_slope[set], j0, last_key, g);
-      // Once a few groups are in, the running maxima rarely grow: where no score of the group exceeds
-      // its row's running maximum in any lane (one vote), the maxima stay, alpha is 1 and the
-      // reduction over the key lanes is skipped; the values are the full update's to the bit. This
-      // update stays in the kernel: as a function it compiles to other code (the vote's condition
-      // without the branch where it short-circuits, other register moves).
+      // The running maxima are reference points, not exact maxima: where no score of the group
+      // exceeds its row's by more than C::max_slack (one vote), they stay, alpha is 1, and the
+      // reduction over the key lanes and the rescale of O are skipped; p then reaches at most
+      // 2^vec_warp_max_slack, at fp16's full precision. Over 16 rows some exact maximum
+      // grows in most groups, so the exact form rescaled 128 accumulators a lane in most groups
+      // (docs/performance.md, decode). This update stays in the kernel: as a function it compiles
+      // to other code (the vote's condition without the branch where it short-circuits, other
+      // register moves).
       float p[S][4], alpha[S][2];
       bool grows = false;
+      // lane l checks the V norm of key l % 16 in blocks l / 16, l / 16 + 2, ... (rows past n hold
+      // stale bytes: at worst an exact update more)
+      if constexpr (C::max_slack > 0.0f) {
+        TURBO3_UNROLL
+        for (int b = lane / 16; b < C::blocks; b += 2)
+          grows = grows || C::v_side::scale_bits(v_tile + (lane % 16) * v_row_pitch, b) > vec_warp_slack_norm_bits;
+      }
       TURBO3_UNROLL
       for (int set = 0; set < S; ++set)
-        if (!grows)
-          grows = s[set][0] > m_run[set][0] || s[set][2] > m_run[set][0] || s[set][1] > m_run[set][1] ||
-                  s[set][3] > m_run[set][1];
+        if (!grows) {
+          if constexpr (C::max_slack > 0.0f) {
+            const float cap0 = m_run[set][0] + C::max_slack, cap1 = m_run[set][1] + C::max_slack;
+            grows = s[set][0] > cap0 || s[set][2] > cap0 || s[set][1] > cap1 || s[set][3] > cap1;
+          } else {
+            grows = s[set][0] > m_run[set][0] || s[set][2] > m_run[set][0] || s[set][1] > m_run[set][1] ||
+                    s[set][3] > m_run[set][1];
+          }
+        }
       const bool update = platform::any_in_warp(grows);
       TURBO3_UNROLL
       for (int set = 0; set < S; ++set)
