@@ -336,39 +336,55 @@ TEST_CASE("D = 512: TILE serves prefill, VEC decode and verify batches; D_k != D
 // The warp decode kernel's layout and merge rules (host only): the wide form (16 rows a
 // work-group, 8 warps) at D = 128 over any number of KV heads and at D = 256 over at least 8 KV
 // heads x sequences, two 8-row work-groups per KV head at D = 256 over fewer (a verify batch still
-// goes to the decode kernel, in two query tiles); 8 rows for pairs without the wide form; the
-// combine kernel only past 32 merge round trips per warp.
+// goes to the decode kernel, in two query tiles); 8 rows for pairs without the wide form and for
+// masked turbo4 at D = 256 (vec_warp_wide_masked); the combine kernel only past 32 merge round
+// trips per warp.
 TEST_CASE("VEC warp kernel: the wide form by head dim and KV heads; the combine kernel past 32 round trips", "[routing]") {
   struct layout_case {
     const char* name;
-    data_type k_type;
+    data_type k_type, v_type;
     int64_t d, n_head, n_head_kv, n_q, n_seq;
     int heads_per_block, ncols, q_tiles;
+    bool masked = false;
   };
+  const data_type t3 = data_type::turbo3, t4 = data_type::turbo4, t2 = data_type::turbo2, q8 = data_type::q8_0;
   const layout_case cases[] = {
-      {"D 128, GQA 16 decode over 2 KV heads: wide", data_type::turbo3, 128, 32, 2, 1, 1, 16, 1, 1},
-      {"D 256, GQA 16 decode over 2 KV heads: two 8-row work-groups", data_type::turbo3, 256, 32, 2, 1, 1, 8, 1, 1},
-      {"D 256, GQA 16 decode over 8 KV heads: wide", data_type::turbo3, 256, 128, 8, 1, 1, 16, 1, 1},
-      {"D 256, GQA 2 x 8 queries over 2 KV heads: two query tiles", data_type::turbo3, 256, 4, 2, 8, 1, 2, 4, 2},
-      {"D 256, GQA 2 x 8 queries over 2 KV heads x 4 sequences: wide", data_type::turbo3, 256, 4, 2, 8, 4, 2, 8, 1},
-      {"D 128, GQA 2 x 8 queries over 2 KV heads: wide", data_type::turbo3, 128, 4, 2, 8, 1, 2, 8, 1},
-      {"D 128, q8_0 K, GQA 16 decode over 8 KV heads: 8 rows", data_type::q8_0, 128, 128, 8, 1, 1, 8, 1, 1},
+      {"D 128, GQA 16 decode over 2 KV heads: wide", t3, t3, 128, 32, 2, 1, 1, 16, 1, 1},
+      {"D 256, GQA 16 decode over 2 KV heads: two 8-row work-groups", t3, t3, 256, 32, 2, 1, 1, 8, 1, 1},
+      {"D 256, GQA 16 decode over 8 KV heads: wide", t3, t3, 256, 128, 8, 1, 1, 16, 1, 1},
+      {"D 256, GQA 2 x 8 queries over 2 KV heads: two query tiles", t3, t3, 256, 4, 2, 8, 1, 2, 4, 2},
+      {"D 256, GQA 2 x 8 queries over 2 KV heads x 4 sequences: wide", t3, t3, 256, 4, 2, 8, 4, 2, 8, 1},
+      {"D 128, GQA 2 x 8 queries over 2 KV heads: wide", t3, t3, 128, 4, 2, 8, 1, 2, 8, 1},
+      {"D 128, q8_0 K, GQA 16 decode over 8 KV heads: wide", q8, t3, 128, 128, 8, 1, 1, 16, 1, 1},
+      {"D 256, q8_0 K, GQA 16 decode over 8 KV heads: 8 rows", q8, t3, 256, 128, 8, 1, 1, 8, 1, 1},
+      {"D 256, turbo2, GQA 2 x 8 queries over 8 KV heads: wide", t2, t2, 256, 16, 8, 8, 1, 2, 8, 1},
+      {"D 256, turbo4, GQA 2 x 8 queries over 8 KV heads: wide", t4, t4, 256, 16, 8, 8, 1, 2, 8, 1},
+      {"D 256, turbo4, GQA 2 x 8 queries over 8 KV heads, masked: two query tiles", t4, t4, 256, 16, 8, 8, 1, 2, 4, 2,
+       true},
+      {"D 128, turbo4, GQA 2 x 8 queries over 8 KV heads, masked: wide", t4, t4, 128, 16, 8, 8, 1, 2, 8, 1, true},
+      {"D 128, turbo3 K, turbo4 V, GQA 16 decode over 8 KV heads: 8 rows", t3, t4, 128, 128, 8, 1, 1, 8, 1, 1},
   };
+  std::vector<uint8_t> mask_bytes(static_cast<size_t>(8 * 32768 * 2));
   for (const layout_case& c : cases) {
     INFO(c.name);
     attention_params p;
     p.q.type = data_type::f32;
     p.q.ne[0] = c.d; p.q.ne[1] = c.n_q; p.q.ne[2] = c.n_head; p.q.ne[3] = c.n_seq;
     for (tensor_view* t : {&p.k, &p.v}) {
-      t->type = t == &p.k ? c.k_type : data_type::turbo3;
+      t->type = t == &p.k ? c.k_type : c.v_type;
       t->ne[0] = c.d; t->ne[1] = 32768; t->ne[2] = c.n_head_kv; t->ne[3] = c.n_seq;
+    }
+    if (c.masked) {  // the layout reads only whether there is a mask
+      p.mask.data = mask_bytes.data();
+      p.mask.ne[0] = 32768; p.mask.ne[1] = c.n_q; p.mask.ne[2] = 1; p.mask.ne[3] = 1;
     }
     REQUIRE(detail::vec_warp_reads(p));
     const detail::vec_row_layout l = detail::vec_rows_of(p, true);
     CHECK(l.heads_per_block == c.heads_per_block);
     CHECK(l.ncols == c.ncols);
     CHECK(l.q_tiles == c.q_tiles);
-    if (c.n_q > 2) CHECK(detail::vec_takes_verify_batch(p));
+    // verify batches over other pairs reach VEC through route_on's verify_on_vec
+    if (c.n_q > 2 && c.k_type == t3 && c.v_type == t3) CHECK(detail::vec_takes_verify_batch(p));
   }
   // rows, D, warps, splits: the round trips of the kernel's own merge are rows x D / 128 / warps
   // (rounded up) times the batches of vec_merge_batch splits
