@@ -50,10 +50,10 @@ inline constexpr int vec_warp_rows = 8;  // the score fragment's N
 // Rows of a work-group with COL_BLOCKS value column blocks of 4 rows: one score fragment up to 2
 // column blocks, two (the wide form) with 4.
 TURBO3_HD constexpr int vec_warp_rows_of(int col_blocks) { return col_blocks > 2 ? 2 * vec_warp_rows : vec_warp_rows; }
-// The wide form (4 value column blocks, 16 rows) takes 8 warps, one work-group per SM (226 / 254
-// registers at D = 128 / 256): half the splits of two 4-warp work-groups, and twice the warps for
-// the last work-group's split merge, so a quarter of its round trips (2 / 4 at D = 128 / 256 over
-// 8 KV heads, against 8 / 16), which the merge pays with the rest of the GPU idle
+// The wide form (4 value column blocks, 16 rows) takes 8 warps, one work-group per SM (226 / 246
+// registers at D = 128 / 256 without a mask): half the splits of two 4-warp work-groups, and twice
+// the warps for the last work-group's split merge, so a quarter of its round trips (2 / 4 at D =
+// 128 / 256 over 8 KV heads, against 8 / 16), which the merge pays with the rest of the GPU idle
 // (docs/performance.md, decode).
 inline constexpr int vec_warp_wide_warps = 8;
 // Work-groups per multiprocessor the kernel is compiled for (the split planner asks the runtime how
@@ -122,8 +122,8 @@ TURBO3_HD constexpr bool vec_warp_types(data_type k, data_type v) {
 
 // The wide (16-row) form at D = 128 and 256: one type on both sides (turbo3, turbo2, turbo4), and
 // q8_0 K with turbo3 V at D = 128 (at D = 256 it spills at 255 registers). nvcc 13.0, sm_90a,
-// registers at D = 128 / 256 without / with a mask: turbo3 221-234 / 254, turbo2 222 / 246-253,
-// turbo4 230-239 / 255 (masked: vec_warp_wide_masked), q8_0-K 236-246.
+// registers at D = 128 / 256 without / with a mask: turbo3 226-238 / 246-255, turbo2 223-228 /
+// 241-253, turbo4 230-238 / 255 (masked: vec_warp_wide_masked), q8_0-K 239-248.
 // Mixed turbo pairs take their rows in work-groups of 8 (two more kernels per pair and shape).
 TURBO3_HD constexpr bool vec_warp_wide(int d, data_type k, data_type v) {
   const bool one_turbo = k == v && (k == data_type::turbo3 || k == data_type::turbo2 || k == data_type::turbo4);
