@@ -259,10 +259,7 @@ inline bool vec_warp_reads(const attention_params& p) {
 // The most rows a work-group of the warp kernel takes for this call (vec_warp_reads).
 inline int vec_warp_max_rows_of(const attention_params& p) {
   if (p.head_dim_k() != p.head_dim_v()) return 4 * vec_warp_v_in_k_max_col_blocks(p.k.type);  // the V-in-K form
-  const int d = static_cast<int>(p.head_dim_v());
-  if (p.mask.data && vec_warp_wide(d, p.k.type, p.v.type) && !vec_warp_wide_masked(d, p.k.type, p.v.type))
-    return vec_warp_rows;  // two column blocks
-  return vec_warp_max_rows(d, p.k.type, p.v.type);
+  return vec_warp_max_rows(static_cast<int>(p.head_dim_v()), p.k.type, p.v.type, p.mask.data != nullptr);
 }
 // The rows a work-group of the warp kernel is laid out for: vec_warp_max_rows_of, but at D = 256
 // the wide form (16 rows) only over at least vec_warp_wide_min_row_sets KV heads x sequences. Over

@@ -134,14 +134,17 @@ TURBO3_HD constexpr bool vec_warp_wide(int d, data_type k, data_type v) {
 TURBO3_HD constexpr bool vec_warp_wide_masked(int d, data_type k, data_type v) {
   return vec_warp_wide(d, k, v) && !(d == 256 && (k == data_type::turbo4 || v == data_type::turbo4));
 }
-// Value column blocks of 4 query rows a work-group may take: 4 in the wide form, 2 elsewhere, and
-// at D = 512 one (246-255 registers without spills; two spill 360-490 bytes at 255), so a GQA
-// group there splits into work-groups of at most 4 rows (vec_rows_of).
-TURBO3_HD constexpr int vec_warp_max_col_blocks(int d, data_type k, data_type v) {
-  return d == 512 ? 1 : vec_warp_wide(d, k, v) ? 4 : 2;
+// Value column blocks of 4 query rows a work-group may take: 4 in the wide form (for a masked call
+// only where vec_warp_wide_masked), 2 elsewhere, and at D = 512 one (246-255 registers without
+// spills; two spill 360-490 bytes at 255), so a GQA group there splits into work-groups of at
+// most 4 rows (vec_rows_of).
+TURBO3_HD constexpr int vec_warp_max_col_blocks(int d, data_type k, data_type v, bool masked = false) {
+  return d == 512 ? 1 : (masked ? vec_warp_wide_masked(d, k, v) : vec_warp_wide(d, k, v)) ? 4 : 2;
 }
 // The most query rows a work-group of the warp kernel takes.
-TURBO3_HD constexpr int vec_warp_max_rows(int d, data_type k, data_type v) { return 4 * vec_warp_max_col_blocks(d, k, v); }
+TURBO3_HD constexpr int vec_warp_max_rows(int d, data_type k, data_type v, bool masked = false) {
+  return 4 * vec_warp_max_col_blocks(d, k, v, masked);
+}
 // The V-in-K form (K 640, V 512) takes 2 column blocks: its Q fragments sit in shared memory
 // (vec_warp_config::q_in_smem), so turbo3 and turbo2 fit 8 rows in 239-240 registers without
 // spills, and each unpacked key serves twice the rows; turbo4's decode then spills (12 bytes,
@@ -632,6 +635,14 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_rescale(float (&acc)[COL_BLOCKS][
         for (int i = 0; i < 4; ++i) acc[cb][m][i] *= f;
     }
   }
+}
+
+// How far a score may pass a running maximum m before the maximum moves: m + C::max_slack, or m
+// itself without a slack (m + 0 is not m for m = -0, so the compiler would keep the addition).
+template <class C>
+TURBO3_DEVICE TURBO3_FORCEINLINE float vec_warp_max_cap(float m) {
+  if constexpr (C::max_slack > 0.0f) return m + C::max_slack;
+  else return m;
 }
 
 // The value operand (A) of the first early_v_blocks V blocks, decoded before the softmax, so that
@@ -1208,7 +1219,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, (vec_warp_min_block
       // The running maxima are reference points, not exact maxima: where no score of the group
       // exceeds its row's by more than C::max_slack (one vote), they stay, alpha is 1, and the
       // reduction over the key lanes and the rescale of O are skipped; p then reaches at most
-      // 2^vec_warp_max_slack, at fp16's full precision. Over 16 rows some exact maximum
+      // 2^C::max_slack, at fp16's full precision. Over 16 rows some exact maximum
       // grows in most groups, so the exact form rescaled 128 accumulators a lane in most groups
       // (docs/performance.md, decode). This update stays in the kernel: as a function it compiles
       // to other code (the vote's condition without the branch where it short-circuits, other
@@ -1225,13 +1236,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, (vec_warp_min_block
       TURBO3_UNROLL
       for (int set = 0; set < S; ++set)
         if (!grows) {
-          if constexpr (C::max_slack > 0.0f) {
-            const float cap0 = m_run[set][0] + C::max_slack, cap1 = m_run[set][1] + C::max_slack;
-            grows = s[set][0] > cap0 || s[set][2] > cap0 || s[set][1] > cap1 || s[set][3] > cap1;
-          } else {
-            grows = s[set][0] > m_run[set][0] || s[set][2] > m_run[set][0] || s[set][1] > m_run[set][1] ||
-                    s[set][3] > m_run[set][1];
-          }
+          const float cap0 = vec_warp_max_cap<C>(m_run[set][0]), cap1 = vec_warp_max_cap<C>(m_run[set][1]);
+          grows = s[set][0] > cap0 || s[set][2] > cap0 || s[set][1] > cap1 || s[set][3] > cap1;
         }
       const bool update = platform::any_in_warp(grows);
       TURBO3_UNROLL
