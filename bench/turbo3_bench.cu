@@ -14,9 +14,11 @@
 //                                        (matrix instructions) forced.
 //   verify/<kernel>/<kv>/d<D>/nq<R>/depth<N>
 //                                        R new query rows over N cached keys and themselves (a
-//                                        speculative-decoding verify step), causal; kernel auto (the
-//                                        launcher's choice: MMA with its keys split), mma-nosplit
-//                                        (kv_splits = 1) and vec (the decode kernels forced).
+//                                        speculative-decoding verify step), causal by the flag, or
+//                                        with --mask by ggml's causal mask (suffix /mask, as an
+//                                        engine calls it); kernel auto (the launcher's choice),
+//                                        mma-nosplit (kv_splits = 1) and vec (the decode kernels
+//                                        forced).
 //   ubatch/<kernel>/<kv>/d<D>/q<U>/depth<N>
 //                                        an engine's prompt ubatch: U queries over N cached keys and
 //                                        themselves with ggml's causal mask; kernel auto, mma-nosplit.
@@ -86,7 +88,7 @@ struct bench_config {
   std::vector<int> prefill_head_dims = {256};
   std::vector<kv_pair> kv_types = {{turbo3::data_type::f16, turbo3::data_type::f16},
                                    {turbo3::data_type::turbo3, turbo3::data_type::turbo3}};
-  bool prefill_mask = false;  // also register the /mask variants
+  bool prefill_mask = false;  // also register the /mask variants (prefill and verify)
   bool head_major = false;  // K/V layout: head-major instead of token-major
   int kv_splits = 0;        // split-KV count of decode, verify and ubatch (where open); 0: the launcher's choice
   std::vector<int> verify_rows = {2, 4, 8, 16};
@@ -689,18 +691,22 @@ void register_benchmarks() {
           }
   }
   static const std::vector<chunk_kernel> verify_kernels = chunk_kernels(true);
-  for (int d : g_config.head_dims)
-    for (int depth : g_config.verify_depths)
-      for (int rows : g_config.verify_rows)
-        for (const chunk_kernel& kernel : verify_kernels)
-          for (const kv_pair& kv : kv_types) {
-            const std::string name = "verify/" + kernel.name + "/" + kv_name(kv) + "/" + dim_name(d) +
-                                     "/nq" + std::to_string(rows) + "/depth" + std::to_string(depth);
-            const turbo3::launch_options* o = &kernel.options;
-            setup(benchmark::RegisterBenchmark(name.c_str(), [name, o, kv, d, rows, depth](benchmark::State& s) {
-              chunk_benchmark(s, name, *o, kv.k, kv.v, d, rows, depth, false);
-            }));
-          }
+  for (bool mask : {false, true}) {
+    if (mask && !g_config.prefill_mask) continue;
+    for (int d : g_config.head_dims)
+      for (int depth : g_config.verify_depths)
+        for (int rows : g_config.verify_rows)
+          for (const chunk_kernel& kernel : verify_kernels)
+            for (const kv_pair& kv : kv_types) {
+              const std::string name = "verify/" + kernel.name + "/" + kv_name(kv) + "/" + dim_name(d) + "/nq" +
+                                       std::to_string(rows) + "/depth" + std::to_string(depth) + (mask ? "/mask" : "");
+              const turbo3::launch_options* o = &kernel.options;
+              const auto run = [name, o, kv, d, rows, depth, mask](benchmark::State& s) {
+                chunk_benchmark(s, name, *o, kv.k, kv.v, d, rows, depth, mask);
+              };
+              setup(benchmark::RegisterBenchmark(name.c_str(), run));
+            }
+  }
   static const std::vector<chunk_kernel> ubatch_kernels = chunk_kernels(false);
   for (int d : g_config.head_dims)
     for (int depth : g_config.ubatch_depths)
@@ -738,7 +744,7 @@ const char* const usage =
     "  --pp=a,b,...         prefill sizes n_q = n_kv (default 512,2048,4096)\n"
     "  --prefill-head-dims=a,b  prefill head dims (default 256; 64, 128, 256, 512: TILE has all four,\n"
     "                       MMA 128 and 256, materialize up to 256; a kernel without one is skipped)\n"
-    "  --mask               also run prefill with a full additive f16 mask (suffix /mask)\n"
+    "  --mask               also run prefill and verify with a full additive f16 mask (suffix /mask)\n"
     "  --depths=a,b,...     decode context depths (default 4096,32768,131072)\n"
     "  --head-dims=a,b      decode and verify head dims (default 128,256; 640: MLA's cache, K rows of 640\n"
     "                       values and V a view of their first 512, named d640v512)\n"

@@ -167,6 +167,34 @@ TEST_CASE("types: 16 and 8 query rows per work-group", "[types]") {
     }
 }
 
+// Verify batches in the wide form at depth: 8 queries over GQA 2 and 8 KV heads (16 rows a
+// work-group), masked and causal, with enough keys that the warps take fixed chunks, claimed pairs
+// and the single groups of the tail (warp_key_chunks), for each one-type pair at D 128 and 256.
+TEST_CASE("types: verify batches in the 16-row form at depth, masked", "[types][vec]") {
+  using namespace types_test;
+  std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x9e1);
+  int variant = 0;
+  for (int t : {1, 2, 3})  // turbo3, turbo4, turbo2
+    for (int d : {128, 256}) {
+      attention_case c;
+      c.k_type = c.v_type = all_types[t];
+      c.head_dim = d;
+      c.n_q = 8;
+      c.n_kv = 24576 + 37 * variant;
+      c.n_head_kv = 8;
+      c.n_head = 16;
+      c.mask = true;
+      c.causal = true;
+      c.sinks = variant % 2 == 1;
+      ++variant;
+      attention_problem prob(c, rng);
+      const std::vector<uint8_t> want = prob.reference();
+      INFO(c.describe());
+      CHECK(route(prob.device_params()) == kernel_choice::vec);
+      run_route(prob, want, t, t, {}, c.describe());
+    }
+}
+
 // The warp decode kernel over the pairs it reads besides turbo3's (vec_warp_types): the
 // automatic route of one, two and four queries at GQA 1 and 4 takes it (up to 8 rows a
 // work-group; 16 rows in two query tiles). Per pair: D 128 and 256, n_q 1, 2 and 4, GQA 1 and 4,

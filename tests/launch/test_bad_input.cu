@@ -336,9 +336,8 @@ TEST_CASE("D = 512: TILE serves prefill, VEC decode and verify batches; D_k != D
 // The warp decode kernel's layout and merge rules (host only): the wide form (16 rows a
 // work-group, 8 warps) at D = 128 over any number of KV heads and at D = 256 over at least 8 KV
 // heads x sequences, two 8-row work-groups per KV head at D = 256 over fewer (a verify batch still
-// goes to the decode kernel, in two query tiles); 8 rows for pairs without the wide form and for
-// masked turbo4 at D = 256 (vec_warp_wide_masked); the combine kernel only past 32 merge round
-// trips per warp.
+// goes to the decode kernel, in two query tiles); 8 rows for pairs without the wide form, masked or
+// not; the combine kernel only past 32 merge round trips per warp.
 TEST_CASE("VEC warp kernel: the wide form by head dim and KV heads; the combine kernel past 32 round trips", "[routing]") {
   struct layout_case {
     const char* name;
@@ -359,7 +358,8 @@ TEST_CASE("VEC warp kernel: the wide form by head dim and KV heads; the combine 
       {"D 256, q8_0 K, GQA 16 decode over 8 KV heads: 8 rows", q8, t3, 256, 128, 8, 1, 1, 8, 1, 1},
       {"D 256, turbo2, GQA 2 x 8 queries over 8 KV heads: wide", t2, t2, 256, 16, 8, 8, 1, 2, 8, 1},
       {"D 256, turbo4, GQA 2 x 8 queries over 8 KV heads: wide", t4, t4, 256, 16, 8, 8, 1, 2, 8, 1},
-      {"D 256, turbo4, GQA 2 x 8 queries over 8 KV heads, masked: two query tiles", t4, t4, 256, 16, 8, 8, 1, 2, 4, 2,
+      {"D 256, turbo4, GQA 2 x 8 queries over 8 KV heads, masked: wide", t4, t4, 256, 16, 8, 8, 1, 2, 8, 1, true},
+      {"D 256, q8_0 K, GQA 2 x 8 queries over 8 KV heads, masked: two query tiles", q8, t3, 256, 16, 8, 8, 1, 2, 4, 2,
        true},
       {"D 128, turbo4, GQA 2 x 8 queries over 8 KV heads, masked: wide", t4, t4, 128, 16, 8, 8, 1, 2, 8, 1, true},
       {"D 128, turbo3 K, turbo4 V, GQA 16 decode over 8 KV heads: 8 rows", t3, t4, 128, 128, 8, 1, 1, 8, 1, 1},

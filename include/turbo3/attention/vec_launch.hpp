@@ -70,14 +70,12 @@ struct kernel_constant {
   static constexpr int smem_bytes = SmemBytes;
 };
 
-// The warp kernel of one shape, masked or not, as a kernel_constant passed to f. HAS_MASKED: false
-// where the masked kernel is not built (the planner never asks for it: vec_warp_wide_masked).
-template <int D, int COL_BLOCKS, int WARPS, class KS, class VS, int DK = D, bool HAS_MASKED = true, class F>
+// The warp kernel of one shape, masked or not, as a kernel_constant passed to f.
+template <int D, int COL_BLOCKS, int WARPS, class KS, class VS, int DK = D, class F>
 void with_warp_kernel(bool masked, F& f) {
   using C = vec_warp_kernel_config<D, COL_BLOCKS, WARPS, KS, VS, DK>;
   if (masked) {
-    if constexpr (HAS_MASKED)
-      f(kernel_constant<&vec_warp_kernel<D, true, COL_BLOCKS, WARPS, KS, VS, DK>, C::threads, C::smem_bytes>{});
+    f(kernel_constant<&vec_warp_kernel<D, true, COL_BLOCKS, WARPS, KS, VS, DK>, C::threads, C::smem_bytes>{});
   } else {
     f(kernel_constant<&vec_warp_kernel<D, false, COL_BLOCKS, WARPS, KS, VS, DK>, C::threads, C::smem_bytes>{});
   }
@@ -119,10 +117,8 @@ void with_vec_kernel(const vec_plan& plan, data_type k, data_type v, bool masked
         } else if (plan.warp_col_blocks == 2) {
           if constexpr (max_col_blocks >= 2) with_warp_kernel<D, 2, 4, KS, VS>(masked, f);
         } else if constexpr (max_col_blocks >= 4) {
-          constexpr bool has_masked = vec_warp_wide_masked(D, KS::type, VS::type);
-          if (plan.warp_warps == vec_warp_wide_warps)
-            with_warp_kernel<D, 4, vec_warp_wide_warps, KS, VS, D, has_masked>(masked, f);
-          else with_warp_kernel<D, 4, 4, KS, VS, D, has_masked>(masked, f);
+          if (plan.warp_warps == vec_warp_wide_warps) with_warp_kernel<D, 4, vec_warp_wide_warps, KS, VS>(masked, f);
+          else with_warp_kernel<D, 4, 4, KS, VS>(masked, f);
         }
       };
       using T3 = turbo3_warp_side;
@@ -259,7 +255,7 @@ inline bool vec_warp_reads(const attention_params& p) {
 // The most rows a work-group of the warp kernel takes for this call (vec_warp_reads).
 inline int vec_warp_max_rows_of(const attention_params& p) {
   if (p.head_dim_k() != p.head_dim_v()) return 4 * vec_warp_v_in_k_max_col_blocks(p.k.type);  // the V-in-K form
-  return vec_warp_max_rows(static_cast<int>(p.head_dim_v()), p.k.type, p.v.type, p.mask.data != nullptr);
+  return vec_warp_max_rows(static_cast<int>(p.head_dim_v()), p.k.type, p.v.type);
 }
 // The rows a work-group of the warp kernel is laid out for: vec_warp_max_rows_of, but at D = 256
 // the wide form (16 rows) only over at least vec_warp_wide_min_row_sets KV heads x sequences. Over

@@ -59,27 +59,27 @@ inline constexpr int vec_warp_wide_warps = 8;
 // Work-groups per multiprocessor the kernel is compiled for (the split planner asks the runtime how
 // many fit: launch.hpp, vec_resident_blocks): a cap for more (4: 128 registers) makes the compiler
 // reload the lookup tables and shorten its independent chains, which is slower
-// (docs/performance.md, decode). 198 / 239 registers at D = 256 with 1 / 2 value column blocks
-// (2 fit), 159-163 with 6 warps (2 fit), 140-164 at D = 128 (3 fit).
+// (docs/performance.md, decode). 198-220 / 224-247 registers at D = 256 with 1 / 2 value column blocks
+// (2 fit), 166-168 with 6 warps (2 fit).
 inline constexpr int vec_warp_min_blocks = 2;
-// A turbo4 side at D = 128 takes 173-188 registers compiled for 2 (its decode's sign and magnitude
-// lookups), a q8_0 K side up to 173: compiled for 3, as turbo3 fits at D = 128, up to 8 rows (16
-// rows in 4 warps, where a device refuses the 8-warp form's shared memory, spill 350-490 bytes at
-// 168 registers: 2). The wide form's 8 warps (vec_warp_wide_warps) fill a multiprocessor's
-// registers alone: 1.
+// At D = 128, up to 8 rows, every pair is compiled for 3 (at most 168 registers, 149-165 with no
+// spills): compiled for 2 a turbo4 side takes 173-188 (its decode's sign and magnitude lookups), a
+// q8_0 K side up to 173, masked turbo3 with two column blocks 176, and 3 no longer fit. 16 rows in 4
+// warps (where a device refuses the 8-warp form's shared memory) spill 350-490 bytes at 168
+// registers: 2. The wide form's 8 warps (vec_warp_wide_warps) fill a multiprocessor's registers
+// alone: 1.
 template <int D, int WARPS, class KS, class VS, int COL_BLOCKS>
 inline constexpr int vec_warp_min_blocks_of =
     WARPS == vec_warp_wide_warps ? 1
-    : D == 128 && COL_BLOCKS <= 2 &&
-            (KS::type == data_type::turbo4 || VS::type == data_type::turbo4 || KS::type == data_type::q8_0)
-        ? 3
-        : vec_warp_min_blocks;
+    : D == 128 && COL_BLOCKS <= 2 ? 3
+                                  : vec_warp_min_blocks;
 // Keys per unit of a split (one 16-key group per warp): finer than vec_tile, so short contexts
 // still spread over a full wave of work-groups. The split count sets how many work-groups share a
-// row set; which keys each takes is decided at run time, in chunks of vec_warp_chunk_groups groups
-// (at least 2: a warp holds the chunks of its two newest ring slots).
+// row set; which keys each takes is decided at run time (warp_key_chunks), in chunks of two 16-key
+// groups, and in single groups for the last vec_warp_tail_groups groups per warp of the row set:
+// the warps' loop ends then spread over about one group instead of two.
 TURBO3_HD constexpr int vec_warp_split_keys(int warps) { return 16 * warps; }
-inline constexpr int vec_warp_chunk_groups = 2;
+inline constexpr int vec_warp_tail_groups = 2;
 // How far (log2 units) a score may exceed its row's running maximum before the maximum moves and O
 // is rescaled: the softmax weights p stay at most 2^4 = 16. The value multiplies take p times each
 // key's V norm (or scale) in fp16, which holds the product for norms up to 65504 / 16: a group
@@ -121,29 +121,23 @@ TURBO3_HD constexpr bool vec_warp_types(data_type k, data_type v) {
 }
 
 // The wide (16-row) form at D = 128 and 256: one type on both sides (turbo3, turbo2, turbo4), and
-// q8_0 K with turbo3 V at D = 128 (at D = 256 it spills at 255 registers). nvcc 13.0, sm_90a,
-// registers at D = 128 / 256 without / with a mask: turbo3 226-238 / 246-255, turbo2 223-228 /
-// 241-253, turbo4 230-238 / 255 (masked: vec_warp_wide_masked), q8_0-K 239-248.
+// q8_0 K with turbo3 V at D = 128 (at D = 256 its masked kernel spills 24 bytes at 255 registers).
+// nvcc 13.0, sm_90a, registers at D = 128 / 256 without / with a mask: turbo3 226-234 / 246-254,
+// turbo2 216-225 / 241-248, turbo4 234-239 / 249-255, q8_0-K 239-240.
 // Mixed turbo pairs take their rows in work-groups of 8 (two more kernels per pair and shape).
 TURBO3_HD constexpr bool vec_warp_wide(int d, data_type k, data_type v) {
   const bool one_turbo = k == v && (k == data_type::turbo3 || k == data_type::turbo2 || k == data_type::turbo4);
   return (d == 128 || d == 256) && (one_turbo || (d == 128 && k == data_type::q8_0 && v == data_type::turbo3));
 }
-// Whether the wide form is built with a mask too: not turbo4 at D = 256, whose masked kernel
-// spills 40 bytes at 255 registers (nvcc 13.0, sm_90a); masked calls there take 8 rows.
-TURBO3_HD constexpr bool vec_warp_wide_masked(int d, data_type k, data_type v) {
-  return vec_warp_wide(d, k, v) && !(d == 256 && (k == data_type::turbo4 || v == data_type::turbo4));
-}
-// Value column blocks of 4 query rows a work-group may take: 4 in the wide form (for a masked call
-// only where vec_warp_wide_masked), 2 elsewhere, and at D = 512 one (246-255 registers without
-// spills; two spill 360-490 bytes at 255), so a GQA group there splits into work-groups of at
-// most 4 rows (vec_rows_of).
-TURBO3_HD constexpr int vec_warp_max_col_blocks(int d, data_type k, data_type v, bool masked = false) {
-  return d == 512 ? 1 : (masked ? vec_warp_wide_masked(d, k, v) : vec_warp_wide(d, k, v)) ? 4 : 2;
+// Value column blocks of 4 query rows a work-group may take: 4 in the wide form, 2 elsewhere, and
+// at D = 512 one (246-255 registers without spills; two spill 360-490 bytes at 255), so a GQA group
+// there splits into work-groups of at most 4 rows (vec_rows_of).
+TURBO3_HD constexpr int vec_warp_max_col_blocks(int d, data_type k, data_type v) {
+  return d == 512 ? 1 : vec_warp_wide(d, k, v) ? 4 : 2;
 }
 // The most query rows a work-group of the warp kernel takes.
-TURBO3_HD constexpr int vec_warp_max_rows(int d, data_type k, data_type v, bool masked = false) {
-  return 4 * vec_warp_max_col_blocks(d, k, v, masked);
+TURBO3_HD constexpr int vec_warp_max_rows(int d, data_type k, data_type v) {
+  return 4 * vec_warp_max_col_blocks(d, k, v);
 }
 // The V-in-K form (K 640, V 512) takes 2 column blocks: its Q fragments sit in shared memory
 // (vec_warp_config::q_in_smem), so turbo3 and turbo2 fit 8 rows in 239-240 registers without
@@ -261,8 +255,9 @@ struct vec_warp_config {
   static constexpr int merge_pitch = D + 4;
   static constexpr int merge_min_rows_per_slot = (ROWS + stages - 1) / stages;
   static constexpr int max2(int x, int y) { return x > y ? x : y; }
-  static constexpr int stage_bytes =
-      max2(k_tile_bytes + (v_in_k ? 0 : v_tile_bytes), merge_min_rows_per_slot * merge_pitch * 4);
+  // Each slot keeps the first key of the group staged in it after its tiles (warp_stager::stage).
+  static constexpr int slot_start_offset = k_tile_bytes + (v_in_k ? 0 : v_tile_bytes);
+  static constexpr int stage_bytes = max2(slot_start_offset + 16, merge_min_rows_per_slot * merge_pitch * 4);
   static_assert(stage_bytes % 16 == 0, "16-byte aligned slots");
   // The ring is [stage][warp]: every warp's first slot comes first, so the Q rows can sit in the
   // later slots while the first groups land.
@@ -280,11 +275,9 @@ struct vec_warp_config {
   // wide form at D = 256 (its merge 6.5 us against 8.5, docs/performance.md, decode); one at
   // D = 128, where a warp's two items are two rows and folding them together gains nothing.
   static constexpr int merge_groups_at_once = score_sets > 1 && blocks % 2 == 0 ? 2 : 1;
-  // The running maxima's slack (vec_warp_max_slack): none at D = 512 and for turbo4 V at D = 256,
-  // whose kernels have no registers for the norm check (with it the wide turbo4 form at D = 256
-  // spills 20 bytes, masked q8_0-K at D = 512 8).
-  static constexpr float max_slack =
-      blocks > 2 || (VS::type == data_type::turbo4 && blocks > 1) ? 0.0f : vec_warp_max_slack;
+  // The running maxima's slack (vec_warp_max_slack): none at D = 512, whose kernels have no
+  // registers for the norm check (masked q8_0-K spills 8 bytes with it).
+  static constexpr float max_slack = blocks > 2 ? 0.0f : vec_warp_max_slack;
   // Q fragments (fp16 form) in registers, or, in the wide form at D = 256 (their 64 registers beside
   // 128 accumulators spill) and past 4 K groups (80 registers beside D = 512's 64 accumulators),
   // in shared memory after the ring, [score set][fragment][lane] (one 8-byte load per multiply,
@@ -323,7 +316,8 @@ using vec_warp_kernel_config = vec_warp_config<D, WARPS, KS, VS, vec_warp_rows_o
 static_assert(vec_warp_side_layout<128, turbo3_warp_side>::pitch == 80 &&
                   vec_warp_side_layout<256, turbo3_warp_side>::pitch == 112,
               "turbo3 pitch");
-static_assert(vec_warp_config<128>::stage_bytes == 2 * 16 * 80 && vec_warp_config<256, 6>::stage_bytes == 2 * 16 * 112,
+static_assert(vec_warp_config<128>::slot_start_offset == 2 * 16 * 80 &&
+                  vec_warp_config<256, 6>::slot_start_offset == 2 * 16 * 112,
               "turbo3 slots");
 
 // The work-group's Q rows, prescaled and rotated where K stores rotated values (a.rotate_q: every
@@ -725,30 +719,30 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_accumulate_values(float (&acc)[CO
 
 // ---- a warp's keys ------------------------------------------------------------------------------
 
-// The chunks of vec_warp_chunk_groups 16-key groups a warp takes. Every warp of every split of these
-// rows takes chunks of the keys [0, kv_end) until none is left, so a warp that runs slower (the other
-// work-group of its multiprocessor issues first) takes fewer instead of holding up the end. The
+// The chunks of 16-key groups a warp takes. Every warp of every split of these rows takes chunks of
+// the keys [0, kv_end) until none is left, so a warp that runs slower (the other work-group of its
+// multiprocessor issues first) takes fewer instead of holding up the end. Chunk ids below
+// pair_ids are pairs of groups (chunk c: groups 2c and 2c + 1), the rest single groups (c: group
+// pair_ids + c), the last vec_warp_tail_groups per warp of the row set: a warp claims once per two
+// groups while much is left, and the warps' loops end within about one group of each other. The
 // first two chunks of warp w of split s are chunks s * n_warps + w (so group 0 is staged before the
-// Q work) and n_splits * n_warps plus that; later ones are 2 * n_splits * n_warps plus a counter per
-// row set (the first claim comes just before the group loop). Lane 0 claims the next chunk as the
-// current one is staged, so the atomic's latency hides behind a chunk's groups of math. A warp's
-// chunk ids only grow: once a group starts at or past kv_end, every later one does. With
-// make_vec_context's KV blocks first in launch order, every row set has as many first as second
-// work-groups of a multiprocessor. Run-time claims narrow the spread of the work-groups' loop ends
-// about fourfold against a fixed key range per split (docs/performance.md, decode). Claims by row
-// set in head-major launch order gain nothing: the second work-groups of the SMs then all serve the
-// same heads.
-// A type of its own because the staging and the group loop share this state: the staging takes
-// the claimed chunks (take_chunk), and both read where a group starts (group_start).
+// Q work) and n_splits * n_warps plus that, both pairs; later ones are 2 * n_splits * n_warps plus a
+// counter per row set (the first claim comes just before the group loop). Lane 0 claims the next
+// chunk as the current one's first group is staged, so the atomic's latency hides behind a chunk's
+// math. A warp's groups only grow: once a group starts at or past kv_end, every later one does.
+// With make_vec_context's KV blocks first in launch order, every row set has as many first as
+// second work-groups of a multiprocessor. Run-time claims narrow the spread of the work-groups'
+// loop ends about fourfold against a fixed key range per split (docs/performance.md, decode).
+// Claims by row set in head-major launch order gain nothing: the second work-groups of the SMs
+// then all serve the same heads.
+// A type of its own because the staging takes the chunks (take_group) and claims.
 template <class C>
 struct warp_key_chunks {
-  static constexpr int groups_per_chunk = vec_warp_chunk_groups;
-  static_assert(groups_per_chunk >= 2 && C::stages - 1 <= groups_per_chunk,
-                "two chunk ids cover the groups staged ahead");
-  unsigned* work_counter;     // the row set's, shared by all its work-groups
-  unsigned claimed;           // lane 0: the counter's value for the warp's next claimed chunk
-  int first_claimed;          // the id of the counter's value 0
-  int chunk_even, chunk_odd;  // ids of the warp's chunks 2k and 2k + 1: the first two fixed, the rest claimed
+  unsigned* work_counter;  // the row set's, shared by all its work-groups
+  unsigned claimed;        // lane 0: the counter's value for the warp's next claimed chunk
+  int first_claimed;       // the id of the counter's value 0
+  int pair_ids;            // ids below it are pairs of groups, the rest single groups
+  int next_group;          // the group after the one staged last
   int lane;
 
   // Set in the body, in this order: as member initializers (lane before the chunk ids) they compile
@@ -759,26 +753,30 @@ struct warp_key_chunks {
     claimed = 0;
     const int warps_in_all = a.n_splits * C::n_warps;
     first_claimed = 2 * warps_in_all;
-    chunk_even = x.split * C::n_warps + warp, chunk_odd = warps_in_all + chunk_even;
+    const int groups = (x.kv_end + C::group - 1) / C::group;
+    pair_ids = max(first_claimed, (groups - vec_warp_tail_groups * warps_in_all + 1) / 2);  // the fixed ones pairs
+    next_group = 2 * (x.split * C::n_warps + warp);
     lane = lane_;
-  }
-  // The first key of the warp's group i.
-  TURBO3_DEVICE TURBO3_FORCEINLINE int group_start(int i) const {
-    return ((i / groups_per_chunk) & 1 ? chunk_odd : chunk_even) * (groups_per_chunk * C::group) +
-           (i % groups_per_chunk) * C::group;
   }
   // Lane 0 claims the warp's next chunk.
   TURBO3_DEVICE TURBO3_FORCEINLINE void claim() {
     if (lane == 0) claimed = platform::atomic_add(work_counter, 1u);
   }
-  // At the staging of group i: the first group of a claimed chunk takes the claimed id and claims the next.
-  TURBO3_DEVICE TURBO3_FORCEINLINE void take_chunk(int i) {
-    if (i >= 2 * groups_per_chunk && i % groups_per_chunk == 0) {
-      const int id = first_claimed + static_cast<int>(platform::shfl(claimed, 0));
-      if ((i / groups_per_chunk) & 1) chunk_odd = id;
-      else chunk_even = id;
-      claim();
+  // At the staging of the warp's group i: its first key. Where a chunk ends, the next is the warp's
+  // second fixed one (group 2) or the claimed one, which claims the next.
+  TURBO3_DEVICE TURBO3_FORCEINLINE int take_group(int i) {
+    const bool second_of_pair = (next_group & 1) && next_group < 2 * pair_ids;
+    if (i > 0 && !second_of_pair) {
+      int id;
+      if (i == 2) {  // next_group is 2 (s * n_warps + w) + 2
+        id = first_claimed / 2 + next_group / 2 - 1;
+      } else {
+        id = first_claimed + static_cast<int>(platform::shfl(claimed, 0));
+        claim();
+      }
+      next_group = id < pair_ids ? 2 * id : pair_ids + id;
     }
+    return (next_group++) * C::group;
   }
 };
 
@@ -842,7 +840,7 @@ struct warp_stager {
   static constexpr bool like_rows_16 = C::v_in_k ? KL::row_units_16_fixed
                                                 : KL::row_units_16 == VL::row_units_16 && KL::row_units_16_fixed &&
                                                       VL::row_units_16_fixed;
-  warp_key_chunks<C>& chunks;  // stage() takes a claimed chunk's id at its first group
+  warp_key_chunks<C>& chunks;  // stage() takes each group's first key from it
   unsigned char* const& ring;  // the warp's slot 0; slot k at k * ring_stride
   int lane;
   const attention_args& a;
@@ -886,10 +884,15 @@ struct warp_stager {
     return slot + C::ring_stride == C::staging_bytes ? 0 : slot + C::ring_stride;
   }
 
-  // This warp's group i into the ring slot at byte offset `slot` (that of slot i % stages).
+  // The first key of the group in the ring slot at byte offset `slot`, as stage() left it.
+  TURBO3_DEVICE TURBO3_FORCEINLINE int group_start(int slot) const {
+    return *reinterpret_cast<const int*>(ring + slot + C::slot_start_offset);
+  }
+  // This warp's group i into the ring slot at byte offset `slot` (that of slot i % stages). Every lane
+  // stores the group's first key (one word, one value) and reads it back: no barrier between.
   TURBO3_DEVICE TURBO3_FORCEINLINE void stage(int i, int slot) {
-    chunks.take_chunk(i);
-    const int j0 = chunks.group_start(i);
+    const int j0 = chunks.take_group(i);
+    *reinterpret_cast<int*>(ring + slot + C::slot_start_offset) = j0;
     if (j0 < x.kv_end) {
       const int n = min(C::group, x.kv_end - j0);
       if constexpr (UNIT == 16) {
@@ -1175,13 +1178,15 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, (vec_warp_min_block
     constexpr int v_row_pitch = C::v_in_k ? k_row_pitch : unit == vec_row_span ? VL::row_bytes : VL::pitch;
     TURBO3_UNROLL
     for (int i = 1; i < C::stages - 1; ++i) stager.stage(i, i * C::ring_stride);
-    // The first claim, only now: it is first taken by the staging of group 2 * groups_per_chunk, two
-    // groups later. Issued at the kernel's start, its atomic queues ahead of the Q work and the first
-    // copies (docs/performance.md, decode).
+    // The first claim, only now: it is first taken by the staging of group 4, two groups later.
+    // Issued at the kernel's start, its atomic queues ahead of the Q work and the first copies
+    // (docs/performance.md, decode).
     chunks.claim();
 
     int use_slot = 0, fill_slot = (C::stages - 1) * C::ring_stride;  // ring offsets of groups i and i + stages - 1
-    for (int i = 0; chunks.group_start(i) < x.kv_end; ++i) {  // warp-uniform
+    for (int i = 0;; ++i) {
+      const int j0 = stager.group_start(use_slot);
+      if (j0 >= x.kv_end) break;  // warp-uniform
       stager.stage(i + C::stages - 1, fill_slot);
       fill_slot = stager.next_slot(fill_slot);
       platform::async_wait<C::stages - 1>();
@@ -1189,7 +1194,6 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, (vec_warp_min_block
       const char* k_tile = reinterpret_cast<const char*>(ring + use_slot) + k_shift;
       const char* v_tile = C::v_in_k ? k_tile : reinterpret_cast<const char*>(ring + use_slot) + C::k_tile_bytes + v_shift;
       use_slot = stager.next_slot(use_slot);
-      const int j0 = chunks.group_start(i);
       const int n = min(G, x.kv_end - j0);
 
       // The value phase's packed bits, read now so their latency hides behind the scores.
