@@ -59,8 +59,8 @@ inline constexpr int vec_warp_wide_warps = 8;
 // Work-groups per multiprocessor the kernel is compiled for (the split planner asks the runtime how
 // many fit: launch.hpp, vec_resident_blocks): a cap for more (4: 128 registers) makes the compiler
 // reload the lookup tables and shorten its independent chains, which is slower
-// (docs/performance.md, decode). 198-220 / 224-247 registers at D = 256 with 1 / 2 value column blocks
-// (2 fit), 166-168 with 6 warps (2 fit).
+// (docs/performance.md, decode). 198-220 / 224-247 registers at D = 256 with 1 / 2 value column
+// blocks (2 fit), 166-168 with 6 warps (2 fit).
 inline constexpr int vec_warp_min_blocks = 2;
 // At D = 128, up to 8 rows, every pair is compiled for 3 (at most 168 registers, 149-165 with no
 // spills): compiled for 2 a turbo4 side takes 173-188 (its decode's sign and magnitude lookups), a
