@@ -255,9 +255,15 @@ struct vec_warp_config {
   static constexpr int merge_pitch = D + 4;
   static constexpr int merge_min_rows_per_slot = (ROWS + stages - 1) / stages;
   static constexpr int max2(int x, int y) { return x > y ? x : y; }
-  // Each slot keeps the first key of the group staged in it after its tiles (warp_stager::stage).
+  // Each slot keeps the first key of the group staged in it after its tiles (warp_stager::stage),
+  // then, in masked calls, the mask's values of its rows at the group's keys: mask_pitch bytes a
+  // row (16 keys, then 16 bytes of padding, so the score rows 2t and 2t + 1 of the four t fall on
+  // distinct banks).
   static constexpr int slot_start_offset = k_tile_bytes + (v_in_k ? 0 : v_tile_bytes);
-  static constexpr int stage_bytes = max2(slot_start_offset + 16, merge_min_rows_per_slot * merge_pitch * 4);
+  static constexpr int slot_mask_offset = slot_start_offset + 16;
+  static constexpr int mask_pitch = 48;
+  static constexpr int stage_bytes =
+      max2(slot_mask_offset + ROWS * mask_pitch, merge_min_rows_per_slot * merge_pitch * 4);
   static_assert(stage_bytes % 16 == 0, "16-byte aligned slots");
   // The ring is [stage][warp]: every warp's first slot comes first, so the Q rows can sit in the
   // later slots while the first groups land.
@@ -391,20 +397,25 @@ TURBO3_DEVICE TURBO3_FORCEINLINE int vec_warp_value_key(int k, int t) { return 2
 // The rows this lane's score and value fragments touch in the score set of rows row0 .. row0 + 7:
 // row0 + 2t and row0 + 2t + 1. Keys j < key_limit[e] may be visible to row row0 + 2t + e (the keys'
 // end and the causal diagonal; none for a padding row), so the window is one comparison per score.
-// Masked: a padding row reads the mask's first row (hidden by its empty window), so every lane
-// loads unconditionally.
-TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_row_windows(int (&key_limit)[2], const platform::half* (&row_mask)[2],
-                                                          float (&row_slope)[2], const attention_args& a, const vec_context& x,
-                                                          int t, int row0) {
+TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_row_windows(int (&key_limit)[2], float (&row_slope)[2],
+                                                          const attention_args& a, const vec_context& x, int t, int row0) {
   TURBO3_UNROLL
   for (int e = 0; e < 2; ++e) {
     const vec_row_info info = vec_row_info_of(
         a, vec_row_of(a, row0 + 2 * t + e, x.kv_head, x.head_split, x.q_tile, x.heads_per_block), x.seq);
     const int diagonal = info.query + a.n_kv - a.n_q + 1;  // key j is visible to query i iff j < i + n_kv - n_q + 1
     key_limit[e] = info.query < 0 ? 0 : a.causal ? min(x.kv_end, diagonal) : x.kv_end;
-    row_mask[e] = info.mask ? info.mask : reinterpret_cast<const platform::half*>(a.mask);
     row_slope[e] = info.slope;
   }
+}
+
+// The mask row of the work-group's row r (a padding row takes the mask's first row: its window is
+// empty, and its staging reads valid bytes).
+TURBO3_DEVICE TURBO3_FORCEINLINE const platform::half* vec_warp_mask_row(const attention_args& a, const vec_context& x,
+                                                                        int r) {
+  const vec_row_info info =
+      vec_row_info_of(a, vec_row_of(a, r, x.kv_head, x.head_split, x.q_tile, x.heads_per_block), x.seq);
+  return info.mask ? info.mask : reinterpret_cast<const platform::half*>(a.mask);
 }
 
 // The B operand of the scores: Q fragments in registers (the kernel is compiled for 2 work-groups
@@ -501,11 +512,12 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_load_q(vec_warp_q_frags<C>& q_fra
 }
 
 // Softcap, window and mask on the group's scores at key j0: a hidden score becomes -inf, with one
-// comparison (and, masked, one load) per score and no branch.
-template <bool MASKED>
+// comparison (and, masked, one shared load) per score and no branch. mask_rows: the staged mask
+// values of score rows 2t and 2t + 1 of this set (warp_stager::stage_mask), mask_pitch / 2 apart.
+template <bool MASKED, int MASK_PITCH>
 TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_mask_scores(float (&s)[4], const attention_args& a,
-                                                           const int (&key_limit)[2], const platform::half* const (&row_mask)[2],
-                                                           const float (&row_slope)[2], int j0, int last_key, int g) {
+                                                           const int (&key_limit)[2], const platform::half* mask_rows,
+                                                           const float (&row_slope)[2], int j0, int g) {
   if (a.softcap_post != 0.0f) {  // uniform: one branch per group
     TURBO3_UNROLL
     for (int e = 0; e < 4; ++e) s[e] = a.softcap_post * platform::tanh_fast(s[e]);
@@ -516,7 +528,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_mask_scores(float (&s)[4], const 
     float v = s[e];
     bool visible = j < key_limit[e & 1];
     if constexpr (MASKED) {
-      const float mv = platform::half_to_float(row_mask[e & 1][min(j, last_key)]);
+      const float mv = platform::half_to_float(mask_rows[(e & 1) * (MASK_PITCH / 2) + (e < 2 ? g : g + 8)]);
       visible = visible && mv != -INFINITY;
       v += row_slope[e & 1] * mv;
     }
@@ -832,7 +844,7 @@ struct vec_warp_copy16_plan {
 // decode). The ring pointer, the arguments (row strides) and the context (heads, kv_end) are
 // references to the kernel's own: held as values they compile to other code (the strides loaded
 // elsewhere, other address arithmetic).
-template <class C, int UNIT>
+template <class C, int UNIT, bool MASKED>
 struct warp_stager {
   using KL = typename C::k_layout;
   using VL = typename C::v_layout;
@@ -846,6 +858,8 @@ struct warp_stager {
   const attention_args& a;
   const vec_context& x;
   int k_shift, v_shift;               // where the heads' rows start inside their first copy unit
+  const platform::half* mask_row;     // masked: the mask row of row lane / 2 (vec_warp_mask_row)
+  bool mask_copies;                   // masked: every lane's mask row 16-byte aligned (stage_mask)
   vec_warp_copy_plan k_plan, v_plan;  // 8- and 4-byte copies
   vec_warp_copy16_plan plan_16;       // 16-byte copies
 
@@ -853,6 +867,10 @@ struct warp_stager {
                                                const attention_args& a_, const vec_context& x_, int k_shift_,
                                                int v_shift_)
       : chunks(chunks_), ring(ring_), lane(lane_), a(a_), x(x_), k_shift(k_shift_), v_shift(v_shift_) {
+    if constexpr (MASKED) {
+      mask_row = vec_warp_mask_row(a, x, min(lane / 2, C::ROWS - 1));
+      mask_copies = !platform::any_in_warp((reinterpret_cast<uintptr_t>(mask_row) & 15u) != 0);
+    }
     if constexpr (UNIT == 16) {
       const bool is_v = lane >= 16;
       const int shift = is_v ? v_shift : k_shift;
@@ -894,6 +912,7 @@ struct warp_stager {
     const int j0 = chunks.take_group(i);
     *reinterpret_cast<int*>(ring + slot + C::slot_start_offset) = j0;
     if (j0 < x.kv_end) {
+      if constexpr (MASKED) stage_mask(slot, j0);
       const int n = min(C::group, x.kv_end - j0);
       if constexpr (UNIT == 16) {
         copy_rows_16(slot, j0, n);
@@ -906,6 +925,27 @@ struct warp_stager {
       }
     }
     platform::async_commit();  // one group per step, empty or not, so the wait count stays exact
+  }
+
+  // The mask's values of the group's keys j0 .. j0 + 15 for every row into the slot, mask_pitch
+  // bytes a row: lane l takes row l / 2, keys 8 (l % 2) .. + 7, as one 16-byte copy where every
+  // row is 16-byte aligned (an engine's mask: rows a multiple of 64 keys) and nothing past the
+  // keys is read (zero-filled), else in ordinary 2-byte loads. Staged with the group, the values
+  // are in shared memory before the scores need them: loaded from global memory after the scores,
+  // they held up the softmax.
+  TURBO3_DEVICE TURBO3_FORCEINLINE void stage_mask(int slot, int j0) {
+    if (lane >= 2 * C::ROWS) return;
+    const int first = j0 + 8 * (lane % 2);
+    const int bytes = 2 * max(0, min(8, a.n_kv - first));
+    unsigned char* dst = ring + slot + C::slot_mask_offset + (lane / 2) * C::mask_pitch + 16 * (lane % 2);
+    if (mask_copies) {
+      platform::async_copy_sized<16>(platform::async_destination_of(dst), mask_row + (bytes > 0 ? first : 0), bytes);
+    } else {
+      uint16_t* d = reinterpret_cast<uint16_t*>(dst);
+      const uint16_t* src = reinterpret_cast<const uint16_t*>(mask_row) + first;
+      TURBO3_UNROLL
+      for (int k = 0; k < 8; ++k) d[k] = 2 * k < bytes ? src[k] : uint16_t{0};
+    }
   }
 
   // 8- and 4-byte copies: per pass, one source address per lane and its copies at constant offsets
@@ -1134,11 +1174,9 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, (vec_warp_min_block
   const int v_shift = static_cast<int>(reinterpret_cast<uintptr_t>(x.v_head) & unit_mask);
   // The windows of score rows 8n + 2t and 8n + 2t + 1 of each score set n (vec_warp_row_windows).
   int key_limit[S][2];
-  const platform::half* row_mask[S][2];
   float row_slope[S][2];
   TURBO3_UNROLL
-  for (int set = 0; set < S; ++set) vec_warp_row_windows(key_limit[set], row_mask[set], row_slope[set], a, x, t, 8 * set);
-  const int last_key = a.n_kv - 1;
+  for (int set = 0; set < S; ++set) vec_warp_row_windows(key_limit[set], row_slope[set], a, x, t, 8 * set);
 
   float m_run[S][2], l_run[S][2];
   TURBO3_UNROLL
@@ -1160,7 +1198,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, (vec_warp_min_block
 
   // Group 0 goes out before the Q work, so its copies land while Q loads and rotates.
   vec_warp_with_row_unit(row_unit, [&](auto unit_c) {
-    warp_stager<C, decltype(unit_c)::value>(chunks, ring, lane, a, x, k_shift, v_shift).stage(0, 0);
+    warp_stager<C, decltype(unit_c)::value, MASKED>(chunks, ring, lane, a, x, k_shift, v_shift).stage(0, 0);
   });
   // ---- Q fragments (B operand of the scores), in registers (vec_warp_load_q) -------------------
   vec_warp_q_frags<C> q_frag;
@@ -1172,7 +1210,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, (vec_warp_min_block
   // ---- the group loop, one copy per staging form (vec_warp_with_row_unit) -----------------------
   vec_warp_with_row_unit(row_unit, [&](auto unit_c) {
     constexpr int unit = decltype(unit_c)::value;
-    warp_stager<C, unit> stager(chunks, ring, lane, a, x, k_shift, v_shift);
+    warp_stager<C, unit, MASKED> stager(chunks, ring, lane, a, x, k_shift, v_shift);
     // Staged rows lie row_bytes apart in a run, a slot's pitch apart otherwise.
     constexpr int k_row_pitch = unit == vec_row_span ? KL::row_bytes : KL::pitch;
     constexpr int v_row_pitch = C::v_in_k ? k_row_pitch : unit == vec_row_span ? VL::row_bytes : VL::pitch;
@@ -1193,6 +1231,9 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, (vec_warp_min_block
       platform::sync_warp();
       const char* k_tile = reinterpret_cast<const char*>(ring + use_slot) + k_shift;
       const char* v_tile = C::v_in_k ? k_tile : reinterpret_cast<const char*>(ring + use_slot) + C::k_tile_bytes + v_shift;
+      // masked: score rows 2t and 2t + 1 of the first set in the slot's staged mask values
+      const platform::half* mask_rows =
+          reinterpret_cast<const platform::half*>(ring + use_slot + C::slot_mask_offset + 2 * t * C::mask_pitch);
       use_slot = stager.next_slot(use_slot);
       const int n = min(G, x.kv_end - j0);
 
@@ -1219,7 +1260,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, (vec_warp_min_block
       // ---- online softmax, in registers: row max over the 16 keys is a reduction over g ---------
       TURBO3_UNROLL
       for (int set = 0; set < S; ++set)
-        vec_warp_mask_scores<MASKED>(s[set], a, key_limit[set], row_mask[set], row_slope[set], j0, last_key, g);
+        vec_warp_mask_scores<MASKED, C::mask_pitch>(s[set], a, key_limit[set], mask_rows + set * 8 * (C::mask_pitch / 2),
+                                                    row_slope[set], j0, g);
       // The running maxima are reference points, not exact maxima: where no score of the group
       // exceeds its row's by more than C::max_slack (one vote), they stay, alpha is 1, and the
       // reduction over the key lanes and the rescale of O are skipped; p then reaches at most
