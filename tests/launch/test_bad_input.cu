@@ -296,13 +296,13 @@ TEST_CASE("D = 512: TILE serves prefill, VEC decode and verify batches; D_k != D
       INFO("query heads " << heads);
       REQUIRE(validate(p) == status::ok);
       CHECK(detail::vec_supported(p) == (heads <= detail::vec_max_gqa ? status::ok : status::unsupported));
-      // 8 rows a work-group (2 value column blocks; turbo4: 4).
+      // 8 rows a work-group (2 value column blocks), turbo4 as well.
       CHECK(detail::vec_rows_of(p, true).heads_per_block == 8);
       p.k.type = p.v.type = data_type::turbo4;
       p.k.nb[1] = p.v.nb[1] = row_bytes(data_type::turbo4, 640);
       p.k.nb[2] = p.v.nb[2] = p.k.nb[1] * n_kv;
       p.k.nb[3] = p.v.nb[3] = p.k.nb[2];
-      CHECK(detail::vec_rows_of(p, true).heads_per_block == 4);
+      CHECK(detail::vec_rows_of(p, true).heads_per_block == 8);
     }
     // 576 / 512 (MLA's rows unpadded): not whole turbo blocks for K (validate), and f16 or q8_0 at
     // 576 have no kernel.

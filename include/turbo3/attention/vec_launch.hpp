@@ -94,9 +94,9 @@ void with_vec_kernel(const vec_plan& plan, data_type k, data_type v, bool masked
       if (plan.variant != vec_variant::warp || k != v || plan.warp_warps != 4) return;
       auto with_side = [&](auto side) {
         using S = decltype(side);
+        static_assert(vec_warp_v_in_k_col_blocks == 2);
         if (plan.warp_col_blocks == 1) with_warp_kernel<D, 1, 4, S, S, DK>(masked, f);
-        else if constexpr (vec_warp_v_in_k_max_col_blocks(S::type) >= 2)
-          if (plan.warp_col_blocks == 2) with_warp_kernel<D, 2, 4, S, S, DK>(masked, f);
+        else if (plan.warp_col_blocks == 2) with_warp_kernel<D, 2, 4, S, S, DK>(masked, f);
       };
       if (k == data_type::turbo3) with_side(turbo3_warp_side{});
       else if (k == data_type::turbo2) with_side(turbo2_warp_side{});
@@ -254,7 +254,7 @@ inline bool vec_warp_reads(const attention_params& p) {
 }
 // The most rows a work-group of the warp kernel takes for this call (vec_warp_reads).
 inline int vec_warp_max_rows_of(const attention_params& p) {
-  if (p.head_dim_k() != p.head_dim_v()) return 4 * vec_warp_v_in_k_max_col_blocks(p.k.type);  // the V-in-K form
+  if (p.head_dim_k() != p.head_dim_v()) return 4 * vec_warp_v_in_k_col_blocks;  // the V-in-K form
   return vec_warp_max_rows(static_cast<int>(p.head_dim_v()), p.k.type, p.v.type);
 }
 // The rows a work-group of the warp kernel is laid out for: vec_warp_max_rows_of, but at D = 256

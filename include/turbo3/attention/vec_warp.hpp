@@ -141,9 +141,9 @@ TURBO3_HD constexpr int vec_warp_max_rows(int d, data_type k, data_type v) {
 }
 // The V-in-K form (K 640, V 512) takes 2 column blocks: its Q fragments sit in shared memory
 // (vec_warp_config::q_in_smem), so turbo3 and turbo2 fit 8 rows in 239-240 registers without
-// spills, and each unpacked key serves twice the rows. turbo4 takes 1: its 2-block kernel fits too
-// (248 / 252 registers without / with a mask, no spills) but is not timed yet.
-TURBO3_HD constexpr int vec_warp_v_in_k_max_col_blocks(data_type t) { return t == data_type::turbo4 ? 1 : 2; }
+// spills (turbo4 248 / 252 registers without / with a mask), and each unpacked key serves twice
+// the rows.
+inline constexpr int vec_warp_v_in_k_col_blocks = 2;
 
 // Staging copy size for K/V row strides in bytes: 8 or 4 where both strides are multiples of it,
 // else 2 (rows copied with ordinary loads).
