@@ -398,7 +398,8 @@ TURBO3_DEVICE TURBO3_FORCEINLINE int vec_warp_value_key(int k, int t) { return 2
 // row0 + 2t and row0 + 2t + 1. Keys j < key_limit[e] may be visible to row row0 + 2t + e (the keys'
 // end and the causal diagonal; none for a padding row), so the window is one comparison per score.
 TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_row_windows(int (&key_limit)[2], float (&row_slope)[2],
-                                                          const attention_args& a, const vec_context& x, int t, int row0) {
+                                                          const attention_args& a, const vec_context& x, int t,
+                                                          int row0) {
   TURBO3_UNROLL
   for (int e = 0; e < 2; ++e) {
     const vec_row_info info = vec_row_info_of(
@@ -1260,8 +1261,8 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, (vec_warp_min_block
       // ---- online softmax, in registers: row max over the 16 keys is a reduction over g ---------
       TURBO3_UNROLL
       for (int set = 0; set < S; ++set)
-        vec_warp_mask_scores<MASKED, C::mask_pitch>(s[set], a, key_limit[set], mask_rows + set * 8 * (C::mask_pitch / 2),
-                                                    row_slope[set], j0, g);
+        vec_warp_mask_scores<MASKED, C::mask_pitch>(s[set], a, key_limit[set],
+                                                    mask_rows + set * 8 * (C::mask_pitch / 2), row_slope[set], j0, g);
       // The running maxima are reference points, not exact maxima: where no score of the group
       // exceeds its row's by more than C::max_slack (one vote), they stay, alpha is 1, and the
       // reduction over the key lanes and the rescale of O are skipped; p then reaches at most
