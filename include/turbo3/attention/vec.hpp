@@ -136,6 +136,11 @@ struct vec_context {
   const char* v_head;
 };
 
+// What the softmax needs of the work-group's row r.
+TURBO3_DEVICE TURBO3_FORCEINLINE vec_row_info vec_row_info_at(const attention_args& a, const vec_context& x, int r) {
+  return vec_row_info_of(a, vec_row_of(a, r, x.kv_head, x.head_split, x.q_tile, x.heads_per_block), x.seq);
+}
+
 // kv_blocks_first: work-groups in launch order take the KV blocks of a split before the next split
 // (the grid stays splits x KV blocks), so the first work-group each multiprocessor receives and
 // the second are spread over every KV block alike.
@@ -340,7 +345,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_kernel(attention_args a
   const VL vl = kv::loader_for<VL>(a.v_type);
   if (tid < ROWS) {  // load_queries synchronizes before any use
     m_s[tid] = -INFINITY;
-    rows_s[tid] = vec_row_info_of(a, vec_row_of(a, tid, x.kv_head, x.head_split, x.q_tile, x.heads_per_block), x.seq);
+    rows_s[tid] = vec_row_info_at(a, x, tid);
   }
   load_queries<D, KL, ROWS>(a, x, q_s, smem + C::q_floats, tid);
 

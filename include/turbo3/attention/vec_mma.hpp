@@ -57,7 +57,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(vec_threads) vec_mma_kernel(attention_ar
   const vec_context x = make_vec_context(a, head_splits);
   if (tid < ROWS) {  // load_queries synchronizes before any use
     m_s[tid] = -INFINITY;
-    rows_s[tid] = vec_row_info_of(a, vec_row_of(a, tid, x.kv_head, x.head_split, x.q_tile, x.heads_per_block), x.seq);
+    rows_s[tid] = vec_row_info_at(a, x, tid);
   }
   load_queries<D, KL, ROWS>(a, x, q_s, smem + C::q_floats, tid);
 

@@ -402,8 +402,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_row_windows(int (&key_limit)[2], 
                                                           int row0) {
   TURBO3_UNROLL
   for (int e = 0; e < 2; ++e) {
-    const vec_row_info info = vec_row_info_of(
-        a, vec_row_of(a, row0 + 2 * t + e, x.kv_head, x.head_split, x.q_tile, x.heads_per_block), x.seq);
+    const vec_row_info info = vec_row_info_at(a, x, row0 + 2 * t + e);
     const int diagonal = info.query + a.n_kv - a.n_q + 1;  // key j is visible to query i iff j < i + n_kv - n_q + 1
     key_limit[e] = info.query < 0 ? 0 : a.causal ? min(x.kv_end, diagonal) : x.kv_end;
     row_slope[e] = info.slope;
@@ -414,8 +413,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_row_windows(int (&key_limit)[2], 
 // empty, and its staging reads valid bytes).
 TURBO3_DEVICE TURBO3_FORCEINLINE const platform::half* vec_warp_mask_row(const attention_args& a, const vec_context& x,
                                                                         int r) {
-  const vec_row_info info =
-      vec_row_info_of(a, vec_row_of(a, r, x.kv_head, x.head_split, x.q_tile, x.heads_per_block), x.seq);
+  const vec_row_info info = vec_row_info_at(a, x, r);
   return info.mask ? info.mask : reinterpret_cast<const platform::half*>(a.mask);
 }
 
