@@ -73,9 +73,10 @@ struct kernel_constant {
 // The warp kernel of one shape, masked or not, as a kernel_constant passed to f.
 template <int D, int COL_BLOCKS, int WARPS, class KS, class VS, int DK = D, class F>
 void with_warp_kernel(bool masked, F& f) {
-  using C = vec_warp_kernel_config<D, COL_BLOCKS, WARPS, KS, VS, DK>;
+  using C = vec_warp_kernel_config<D, COL_BLOCKS, WARPS, KS, VS, DK, false>;
+  using CM = vec_warp_kernel_config<D, COL_BLOCKS, WARPS, KS, VS, DK, true>;
   if (masked) {
-    f(kernel_constant<&vec_warp_kernel<D, true, COL_BLOCKS, WARPS, KS, VS, DK>, C::threads, C::smem_bytes>{});
+    f(kernel_constant<&vec_warp_kernel<D, true, COL_BLOCKS, WARPS, KS, VS, DK>, CM::threads, CM::smem_bytes>{});
   } else {
     f(kernel_constant<&vec_warp_kernel<D, false, COL_BLOCKS, WARPS, KS, VS, DK>, C::threads, C::smem_bytes>{});
   }

@@ -226,15 +226,16 @@ struct vec_warp_side_layout {
 
 // D: V's head dim (the output's); DK: K's (and Q's), D but in the V-in-K form (vec_warp_v_in_k).
 // KS, VS: the K and V sides (vec_warp_sides.hpp).
-// ROWS_: 8, or 16 in the wide form (two score fragments).
+// ROWS_: 8, or 16 in the wide form (two score fragments). MASKED_: the call has a mask.
 template <int D, int WARPS = 4, class KS = turbo3_warp_side, class VS = turbo3_warp_side, int ROWS_ = vec_warp_rows,
-          int DK = D>
+          int DK = D, bool MASKED_ = false>
 struct vec_warp_config {
   using k_side = KS;
   using v_side = VS;
   using k_layout = vec_warp_side_layout<DK, KS>;
   using v_layout = vec_warp_side_layout<D, VS>;
   static constexpr int ROWS = ROWS_;
+  static constexpr bool masked = MASKED_;
   static constexpr int score_sets = ROWS / vec_warp_rows;  // score fragments of 8 rows
   static_assert(ROWS == vec_warp_rows || ROWS == 2 * vec_warp_rows, "8 or 16 rows");
   static constexpr int blocks = D / block_values;     // V's 128-value groups
@@ -256,14 +257,15 @@ struct vec_warp_config {
   static constexpr int merge_min_rows_per_slot = (ROWS + stages - 1) / stages;
   static constexpr int max2(int x, int y) { return x > y ? x : y; }
   // Each slot keeps the first key of the group staged in it after its tiles (warp_stager::stage),
-  // then, in masked calls, the mask's values of its rows at the group's keys: mask_pitch bytes a
-  // row (16 keys, then 16 bytes of padding, so the score rows 2t and 2t + 1 of the four t fall on
-  // distinct banks).
+  // then, masked, the mask's values of its rows at the group's keys: mask_pitch bytes a row (16
+  // keys, then 16 bytes of padding, so the score rows 2t and 2t + 1 of the four t fall on distinct
+  // banks). Unmasked slots keep no room for them.
   static constexpr int slot_start_offset = k_tile_bytes + (v_in_k ? 0 : v_tile_bytes);
   static constexpr int slot_mask_offset = slot_start_offset + 16;
   static constexpr int mask_pitch = 48;
+  static constexpr int slot_mask_bytes = masked ? ROWS * mask_pitch : 0;
   static constexpr int stage_bytes =
-      max2(slot_mask_offset + ROWS * mask_pitch, merge_min_rows_per_slot * merge_pitch * 4);
+      max2(slot_mask_offset + slot_mask_bytes, merge_min_rows_per_slot * merge_pitch * 4);
   static_assert(stage_bytes % 16 == 0, "16-byte aligned slots");
   // The ring is [stage][warp]: every warp's first slot comes first, so the Q rows can sit in the
   // later slots while the first groups land.
@@ -314,8 +316,8 @@ struct vec_warp_config {
 };
 // The configuration of vec_warp_kernel<D, MASKED, COL_BLOCKS, WARPS, KS, VS>: its launch takes the
 // work-group size and shared memory from here.
-template <int D, int COL_BLOCKS, int WARPS, class KS, class VS, int DK = D>
-using vec_warp_kernel_config = vec_warp_config<D, WARPS, KS, VS, vec_warp_rows_of(COL_BLOCKS), DK>;
+template <int D, int COL_BLOCKS, int WARPS, class KS, class VS, int DK = D, bool MASKED = false>
+using vec_warp_kernel_config = vec_warp_config<D, WARPS, KS, VS, vec_warp_rows_of(COL_BLOCKS), DK, MASKED>;
 
 // turbo3's staged rows as the kernel has always laid them out (80 / 112-byte pitch at D = 128 /
 // 256): the side layout changes no turbo3 code.
@@ -843,7 +845,7 @@ struct vec_warp_copy16_plan {
 // decode). The ring pointer, the arguments (row strides) and the context (heads, kv_end) are
 // references to the kernel's own: held as values they compile to other code (the strides loaded
 // elsewhere, other address arithmetic).
-template <class C, int UNIT, bool MASKED>
+template <class C, int UNIT>
 struct warp_stager {
   using KL = typename C::k_layout;
   using VL = typename C::v_layout;
@@ -866,7 +868,7 @@ struct warp_stager {
                                                const attention_args& a_, const vec_context& x_, int k_shift_,
                                                int v_shift_)
       : chunks(chunks_), ring(ring_), lane(lane_), a(a_), x(x_), k_shift(k_shift_), v_shift(v_shift_) {
-    if constexpr (MASKED) {
+    if constexpr (C::masked) {
       mask_row = vec_warp_mask_row(a, x, min(lane / 2, C::ROWS - 1));
       mask_copies = !platform::any_in_warp((reinterpret_cast<uintptr_t>(mask_row) & 15u) != 0);
     }
@@ -911,7 +913,7 @@ struct warp_stager {
     const int j0 = chunks.take_group(i);
     *reinterpret_cast<int*>(ring + slot + C::slot_start_offset) = j0;
     if (j0 < x.kv_end) {
-      if constexpr (MASKED) stage_mask(slot, j0);
+      if constexpr (C::masked) stage_mask(slot, j0);
       const int n = min(C::group, x.kv_end - j0);
       if constexpr (UNIT == 16) {
         copy_rows_16(slot, j0, n);
@@ -928,7 +930,7 @@ struct warp_stager {
 
   // The mask's values of the group's keys j0 .. j0 + 15 for every row into the slot, mask_pitch
   // bytes a row: lane l takes row l / 2, keys 8 (l % 2) .. + 7, as one 16-byte copy where every
-  // row is 16-byte aligned (an engine's mask: rows a multiple of 64 keys) and nothing past the
+  // row is 16-byte aligned (an engine's mask: rows of a multiple of 256 keys) and nothing past the
   // keys is read (zero-filled), else in ordinary 2-byte loads. Staged with the group, the values
   // are in shared memory before the scores need them: loaded from global memory after the scores,
   // they held up the softmax.
@@ -1142,7 +1144,7 @@ TURBO3_DEVICE TURBO3_FORCEINLINE void vec_warp_combine_warps(const attention_arg
 template <int D, bool MASKED, int COL_BLOCKS, int WARPS, class KS, class VS, int DK = D>
 TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, (vec_warp_min_blocks_of<D, WARPS, KS, VS, COL_BLOCKS>))
     vec_warp_kernel(attention_args a, int head_splits) {
-  using C = vec_warp_kernel_config<D, COL_BLOCKS, WARPS, KS, VS, DK>;
+  using C = vec_warp_kernel_config<D, COL_BLOCKS, WARPS, KS, VS, DK, MASKED>;
   constexpr int S = C::score_sets;
   using KL = typename C::k_layout;
   using VL = typename C::v_layout;
@@ -1197,7 +1199,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, (vec_warp_min_block
 
   // Group 0 goes out before the Q work, so its copies land while Q loads and rotates.
   vec_warp_with_row_unit(row_unit, [&](auto unit_c) {
-    warp_stager<C, decltype(unit_c)::value, MASKED>(chunks, ring, lane, a, x, k_shift, v_shift).stage(0, 0);
+    warp_stager<C, decltype(unit_c)::value>(chunks, ring, lane, a, x, k_shift, v_shift).stage(0, 0);
   });
   // ---- Q fragments (B operand of the scores), in registers (vec_warp_load_q) -------------------
   vec_warp_q_frags<C> q_frag;
@@ -1209,7 +1211,7 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS_RESIDENT(32 * WARPS, (vec_warp_min_block
   // ---- the group loop, one copy per staging form (vec_warp_with_row_unit) -----------------------
   vec_warp_with_row_unit(row_unit, [&](auto unit_c) {
     constexpr int unit = decltype(unit_c)::value;
-    warp_stager<C, unit, MASKED> stager(chunks, ring, lane, a, x, k_shift, v_shift);
+    warp_stager<C, unit> stager(chunks, ring, lane, a, x, k_shift, v_shift);
     // Staged rows lie row_bytes apart in a run, a slot's pitch apart otherwise.
     constexpr int k_row_pitch = unit == vec_row_span ? KL::row_bytes : KL::pitch;
     constexpr int v_row_pitch = C::v_in_k ? k_row_pitch : unit == vec_row_span ? VL::row_bytes : VL::pitch;
