@@ -62,8 +62,8 @@ static_assert(is_allocator_v<offset_allocator>, "an allocator");
 
 // The allocator concept promises no alignment: an allocator that hands out memory 4 bytes past a
 // 256-byte boundary still gets correct results, eagerly and under capture: the decode's split
-// partials (read with 16-byte loads) and the materialize route's f16 copies (read by TILE with
-// 16-byte loads) start at aligned boundaries inside the workspace.
+// partials (read with 16-byte loads) and the materialize route's f16 copies and its MMA call's
+// partial rows (16-byte loads) start at aligned boundaries inside the workspace.
 TEST_CASE("capture: decode and materialize with an allocator that hands out 4-byte-aligned memory", "[capture]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x0ff5);
   attention_problem prob(decode_case(), rng);

@@ -1,5 +1,6 @@
 // Prefill routes against ref::attention on identical quantized bytes, limit NMSE 1e-5: the TILE
-// kernel (inline dequantization) and the materialize route (f16 copy + f16 TILE), forced through
+// kernel (inline dequantization) and the materialize route (f16 copies + the device's default f16
+// prefill kernel: MMA on NVIDIA, TILE elsewhere), forced through
 // launch_options::kernel, on the prefill grids of test_grid.hpp (materialize on each grid's sampled
 // cases) and TILE alone on the D = 512 grid; the automatic routing; graph capture of prefill calls with the arena; a timing harness
 // (hidden tag [.tile-timing]) for the pp512/2048/4096 comparison.
@@ -37,10 +38,9 @@ void run_case(const attention_case& c, std::mt19937_64& rng, bool tile, bool mat
   }
 }
 
-// Runs every case of a grid on TILE, the sampled ones on materialize too up to D = 256 (its head
-// dims; D = 512 there is checked to be unsupported in the routing test).
+// Runs every case of a grid on TILE, the sampled ones on materialize too.
 void run_grid(const turbo3_test::case_grid& grid, std::mt19937_64& rng) {
-  for (const turbo3_test::grid_case& g : grid) run_case(g.c, rng, true, g.sampled && g.c.head_dim <= 256);
+  for (const turbo3_test::grid_case& g : grid) run_case(g.c, rng, true, g.sampled);
 }
 
 }  // namespace
@@ -60,7 +60,7 @@ TEST_CASE("TILE: D=512 (every K/V pair, GQA 1/4/8, options, structured masks, tw
 }
 
 // Structured masks: TILE reads each row's visible end from the mask and never loads the key tiles
-// past it; materialize runs the f16 TILE kernel, so it takes the same path.
+// past it; materialize's dense call (TILE or MMA) skips them too.
 TEST_CASE("TILE: structured masks (causal pattern, sliding window, hidden rows)", "[tile]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x3a5d);
   using kind = attention_case::mask_kind;
@@ -99,9 +99,16 @@ TEST_CASE("routing: n_q <= 2 to VEC, else MMA (NVIDIA) or TILE; workspace_bytes 
   CHECK(workspace_bytes(p, one_pass) == 0);
   CHECK(workspace_bytes(p, forced(kernel_choice::tile)) == 0);
   // materialize: K and V each n_seq * n_head_kv * n_kv * D halves, rounded to 256 bytes, and 255
-  // bytes of slack to start them at a 256-byte boundary whatever the allocator hands out
+  // bytes of slack to start them at a 256-byte boundary whatever the allocator hands out; where
+  // the dense call runs MMA, its key split's partial rows after them (the same split as turbo3's
+  // own MMA call: one shape, one warpgroup form)
   const size_t one = (size_t{2} * 500 * 256 * 2 + 255) / 256 * 256;
-  CHECK(workspace_bytes(p, forced(kernel_choice::materialize)) == 255 + 2 * one);
+  const bool dense_on_mma = detail::mma_by_default(platform::current_device_family());
+  const size_t dense_partials = dense_on_mma ? workspace_bytes(p, forced(kernel_choice::mma)) : 0;
+  CHECK(workspace_bytes(p, forced(kernel_choice::materialize)) == 255 + 2 * one + dense_partials);
+  launch_options materialize_one_pass = forced(kernel_choice::materialize);
+  materialize_one_pass.kv_splits = 1;
+  CHECK(workspace_bytes(p, materialize_one_pass) == 255 + 2 * one);
   // automatic routing without a key split gives the same result with an empty arena
   arena_allocator none;  // an empty arena: any allocation would fail
   check_nmse(g_tile, run_and_compare(prob, none, one_pass), "automatic " + c.describe());
@@ -113,15 +120,15 @@ TEST_CASE("routing: n_q <= 2 to VEC, else MMA (NVIDIA) or TILE; workspace_bytes 
   CHECK(turbo3::route(prob64.device_params(), launch_options{}) == kernel_choice::tile);
   CHECK(run_and_compare(prob64, none) <= nmse_limit);
   // D = 512: TILE takes prefill (no MMA kernel has the head dim), VEC a verify batch of up to 16
-  // queries (TILE has no key split); materialize stops at D = 256
+  // queries (TILE has no key split); materialize's dense call runs TILE
   attention_case big = c;
   big.head_dim = 512;
   big.n_q = 5;
   big.n_kv = 100;
   attention_problem prob512(big, rng);
   CHECK(turbo3::route(prob512.device_params(), launch_options{}) == kernel_choice::vec);
-  CHECK(flash_attention(prob512.device_params(), none, nullptr, forced(kernel_choice::materialize)) ==
-        status::unsupported);
+  check_nmse(g_materialize, run_and_compare(prob512, forced(kernel_choice::materialize)),
+             "materialize " + big.describe());
   CHECK(flash_attention(prob512.device_params(), none, nullptr, forced(kernel_choice::mma)) == status::unsupported);
   CHECK(run_and_compare(prob512) <= nmse_limit);
   check_nmse(g_tile, run_and_compare(prob512, none, forced(kernel_choice::tile)), "tile " + big.describe());

@@ -1,10 +1,11 @@
 // Every K/V pair of the five storage types (f16, turbo3, turbo4, turbo2, q8_0) at D = 128, 256 and
 // 512 through flash_attention's automatic route, against ref::attention on identical bytes (NMSE
 // limit 1e-5, output poisoned first). Pairs with a turbo4, turbo2 or q8_0 side go to the VEC family
-// (decode, and prefill at D = 512: the warp kernel for the pairs of vec_warp_types, the turbo pairs
-// and q8_0 K with turbo3 V, up to 8 rows at D 128/256 on NVIDIA, the scalar kernel otherwise) and
-// to materialize (prefill at D = 128 and 256); their small cases run the other of the two routes
-// too, forced. The worst NMSE of each pair is printed at exit ("types worst NMSE").
+// (decode, verify batches and prefill at D = 512: the warp kernel for the pairs of vec_warp_types,
+// the turbo pairs and q8_0 K with turbo3 V, on NVIDIA, the scalar kernel otherwise) and to
+// materialize (prefill at D = 128 and 256: dense f16 copies, then MMA on NVIDIA, else TILE); their
+// small cases run the other of the two routes too, forced (materialize at D = 512 runs TILE). The
+// worst NMSE of each pair is printed at exit ("types worst NMSE").
 //
 // Included by test_vec.cu, not a translation unit of its own: every GPU test file that calls
 // flash_attention compiles every kernel (about 2.5 min of one core under nvcc).
@@ -36,11 +37,11 @@ struct pair_report {
 bool new_type(data_type t) { return t == data_type::turbo4 || t == data_type::turbo2 || t == data_type::q8_0; }
 
 // The family the automatic route must pick for a pair with a turbo4, turbo2 or q8_0 side: the
-// decode kernel up to a verify batch (materialize would copy the whole cache for a few rows), then
-// materialize where it has the head dim.
+// decode kernel up to a verify batch (materialize would copy the whole cache for a few rows) and at
+// D = 512, else materialize.
 kernel_choice expected_route(const attention_case& c) {
-  if (c.n_q <= detail::vec_verify_max_queries) return kernel_choice::vec;
-  return c.head_dim <= 256 ? kernel_choice::materialize : kernel_choice::vec;
+  if (c.n_q <= detail::vec_verify_max_queries || c.head_dim == 512) return kernel_choice::vec;
+  return kernel_choice::materialize;
 }
 
 void run_route(attention_problem& prob, const std::vector<uint8_t>& want, int k, int v, const launch_options& opt,
@@ -101,7 +102,7 @@ TEST_CASE("types: every K/V pair of f16, turbo3, turbo4, turbo2, q8_0 at D 128/2
           run_route(prob, want, ki, vi, {}, c.describe());
           // The other route of a new-type pair, where it applies and the case is small:
           // materialize for the shapes the decode kernel takes, the decode kernel for the others.
-          if (any_new && c.head_dim <= 256 && c.n_q <= 8) {
+          if (any_new && c.n_q <= 8) {
             const bool to_vec = expected_route(c) == kernel_choice::vec;
             launch_options other;
             other.kernel = to_vec ? kernel_choice::materialize : kernel_choice::vec;

@@ -196,8 +196,8 @@ TEST_CASE("routing: n_q <= 2 to VEC; prefill to MMA where the family runs it by 
   }
 }
 
-// D = 512 with f16 and turbo3 K/V: TILE serves prefill (forced or automatic), VEC decode and verify
-// batches, materialize and MMA refuse it; K and V of different head dims are unsupported on every
+// D = 512 with f16 and turbo3 K/V: TILE serves prefill (forced or automatic, and materialize's
+// dense call), VEC decode and verify batches, MMA refuses it; K and V of different head dims are unsupported on every
 // family, before any allocation or launch, but for MLA's cache (K 640, V a view of its first 512
 // values) on the warp decode kernel.
 TEST_CASE("D = 512: TILE serves prefill, VEC decode and verify batches; D_k != D_v only in MLA's V-in-K form", "[routing]") {
@@ -240,17 +240,31 @@ TEST_CASE("D = 512: TILE serves prefill, VEC decode and verify batches; D_k != D
         CHECK(detail::tile_supported(p) == status::ok);
         CHECK(detail::vec_supported(p) == status::ok);
         CHECK(detail::mma_supported(p) == status::unsupported);
-        CHECK(detail::materialize_supported(p) == status::unsupported);
+        CHECK(detail::materialize_supported(p) == status::ok);
         CHECK(turbo3::route(p) == (n_q <= 16 ? kernel_choice::vec : kernel_choice::tile));
         CHECK(supported(p) == status::ok);
         CHECK(supported(p, forced_kernel(kernel_choice::tile)) == status::ok);
         CHECK(supported(p, forced_kernel(kernel_choice::vec)) == status::ok);
+        CHECK(supported(p, forced_kernel(kernel_choice::materialize)) == status::ok);
         CHECK(workspace_bytes(p, forced_kernel(kernel_choice::tile)) == 0);  // TILE keeps no temporaries
-        for (kernel_choice kernel : {kernel_choice::mma, kernel_choice::materialize}) {
-          CHECK(supported(p, forced_kernel(kernel)) == status::unsupported);
-          CHECK(workspace_bytes(p, forced_kernel(kernel)) == 0);
-        }
+        // materialize: a dense f16 copy of each turbo3 view (1 KB a row), the TILE call over them
+        const size_t copies = (kt == data_type::turbo3) + (vt == data_type::turbo3);
+        CHECK(workspace_bytes(p, forced_kernel(kernel_choice::materialize)) ==
+              (copies > 0 ? 255 + copies * n_kv * HKV * 1024 : 0));
+        CHECK(supported(p, forced_kernel(kernel_choice::mma)) == status::unsupported);
+        CHECK(workspace_bytes(p, forced_kernel(kernel_choice::mma)) == 0);
       }
+  // turbo4, turbo2 and q8_0 at D = 512: VEC at every n_q; materialize (dense copies, then TILE)
+  // when forced
+  for (data_type t : {data_type::turbo4, data_type::turbo2, data_type::q8_0})
+    for (int64_t n_q : {3, 16, 17, 40}) {
+      INFO("type " << to_string(t) << " n_q " << n_q);
+      const attention_params p = problem(t, 512, data_type::turbo3, 512, n_q);
+      CHECK(turbo3::route(p) == kernel_choice::vec);
+      CHECK(supported(p) == status::ok);
+      CHECK(supported(p, forced_kernel(kernel_choice::materialize)) == status::ok);
+      CHECK(workspace_bytes(p, forced_kernel(kernel_choice::materialize)) == 255 + 2 * n_kv * HKV * 1024);
+    }
   // MLA's cache: K rows of 640 values, V a view of each row's first 512 (v_view_of_k). The warp
   // decode kernel's V-in-K form serves turbo3, turbo2 and turbo4 at every n_q (NVIDIA builds); V
   // apart from K, other types and other head dim pairs are unsupported.
@@ -649,7 +663,7 @@ TEST_CASE("write_rows refuses unknown codebooks, sizes that overflow and overlap
 }
 
 // turbo4, turbo2 and q8_0 K/V are read by the VEC kernels (the scalar one at any head dim it has,
-// the warp one for the pairs of vec_warp_types on NVIDIA) and by materialize (D 128 and 256),
+// the warp one for the pairs of vec_warp_types on NVIDIA) and by materialize (D 128, 256 and 512),
 // and only by those: the automatic route sends decode and D = 512 to VEC and other prefill to
 // materialize; TILE and MMA, forced, report unsupported before any allocation or launch, and their
 // size queries say 0.
@@ -698,9 +712,8 @@ TEST_CASE("turbo4, turbo2 and q8_0 K or V: VEC and materialize serve them, TILE 
         INFO("k " << to_string(kv.k) << " v " << to_string(kv.v) << " D " << d << " n_q " << n_q);
         const attention_params p = problem(kv, d, n_q, q, out, k, v);
         REQUIRE(validate(p) == status::ok);
-        const status prefill_dim = d <= 256 ? status::ok : status::unsupported;
         CHECK(detail::vec_supported(p) == status::ok);
-        CHECK(detail::materialize_supported(p) == prefill_dim);
+        CHECK(detail::materialize_supported(p) == status::ok);
         CHECK(detail::tile_supported(p) == status::unsupported);
         CHECK(detail::mma_supported(p) == status::unsupported);
         const kernel_choice automatic = n_q <= 2 || d == 512 ? kernel_choice::vec : kernel_choice::materialize;
@@ -713,7 +726,7 @@ TEST_CASE("turbo4, turbo2 and q8_0 K or V: VEC and materialize serve them, TILE 
         CHECK(supported(p, opt) == status::ok);
         opt = {};
         opt.kernel = kernel_choice::materialize;
-        CHECK(supported(p, opt) == prefill_dim);
+        CHECK(supported(p, opt) == status::ok);
         for (kernel_choice kernel : {kernel_choice::tile, kernel_choice::mma}) {
           opt.kernel = kernel;
           expect_unsupported(p, opt, out);

@@ -18,6 +18,7 @@
 
 #include "turbo3/attention/options.hpp"
 #include "turbo3/attention/params.hpp"
+#include "turbo3/attention/prefill_route.hpp"
 #include "turbo3/attention/validate.hpp"
 #include "turbo3/memory.hpp"
 #include "turbo3/platform/arch.hpp"
@@ -49,12 +50,6 @@ inline status validate_call(const attention_params& p, const launch_options& opt
   const status s = validate(p);
   return s != status::ok ? s : validate_options(opt);
 }
-
-// Families whose automatic prefill route is the MMA kernel. NVIDIA: tested, and 4.6-11.7x faster
-// than TILE (docs/performance.md, MMA). AMD (WMMA, MFMA): compiled and resource-checked but never run on
-// the hardware (the gfx12 operand layout in particular is unconfirmed), so TILE stays the default
-// there until a GPU run says otherwise; kernel_choice::mma forces it.
-TURBO3_HD constexpr bool mma_by_default(platform::arch_family f) { return f == platform::arch_family::nvidia; }
 
 // The caller's allocator as the compiled launch sees it: its capture check and its two calls.
 struct workspace_source {
@@ -131,8 +126,11 @@ inline kernel_choice route_on(const attention_params& p, const launch_options& o
   if (verify_on_vec && p.n_q() <= vec_verify_max_queries && vec_supported(p) == status::ok) return kernel_choice::vec;
   if (nvidia && mma_supported(p) == status::ok) return kernel_choice::mma;
   if (tile_supported(p) == status::ok) return kernel_choice::tile;
-  if (materialize_supported(p) == status::ok) return kernel_choice::materialize;
-  return kernel_choice::vec;  // turbo4, turbo2 and q8_0 prefill at D = 512 (materialize stops at 256)
+  // turbo4, turbo2 and q8_0 prefill at D = 512 stays on VEC: materialize's dense call there runs
+  // TILE, at pp2048 on par for turbo4, 1.15x faster for q8_0 keys and 2.1x slower for turbo2, and
+  // its copies take 2 KB per key and KV head (docs/performance.md, materialize).
+  if (p.head_dim_k() != 512 && materialize_supported(p) == status::ok) return kernel_choice::materialize;
+  return kernel_choice::vec;  // and MLA's cache (D_k 640, D_v 512) at any n_q
 }
 
 // f(Family{}) for the family of a route.

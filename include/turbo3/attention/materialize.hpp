@@ -1,24 +1,28 @@
 // Materialize ("stock" prefill): dequantize the K/V views to dense f16 in workspace from the
-// caller's allocator, then run the f16 TILE kernel over the copies. It is the baseline that shows
-// what TILE's inline dequantization saves, the fallback for views TILE cannot read directly (f16
-// rows that are not 16-byte aligned), and the prefill route of turbo4, turbo2 and q8_0 K/V, which
-// no other prefill kernel reads.
+// caller's allocator, then run the device's default f16 prefill kernel over the copies (MMA on
+// NVIDIA, with its key split where the call has one; TILE elsewhere, and at D = 64). It is the
+// prefill route of turbo4, turbo2 and q8_0 K/V, which no fused prefill kernel reads, the fallback
+// for views the f16 kernels cannot read directly (f16 rows that are not 16-byte aligned), and
+// the baseline that shows what turbo3's inline dequantization saves.
 //
 // The copies stay in the rotated domain (docs/format.md §4: no inverse rotation at dequant
-// time), so the rotations follow the caller's original types exactly as TILE would apply them:
-// Q is rotated when the original K stores rotated values (turbo3, turbo4, turbo2; and rotate_q),
-// the output is un-rotated when the original V does (and unrotate_out). The result then matches
-// ref::attention up to the f16 rounding of the dequantized values.
+// time), so the rotations follow the caller's original types exactly as the fused kernels apply
+// them: Q is rotated when the original K stores rotated values (turbo3, turbo4, turbo2; and
+// rotate_q), the output is un-rotated when the original V does (and unrotate_out). The result
+// then matches ref::attention up to the f16 rounding of the dequantized values.
 //
 // Workspace: n_seq * n_head_kv * n_kv * D * 2 bytes for each view copied (each rounded up to 256
-// bytes); views TILE can read as they are (16-byte aligned f16) are not copied.
+// bytes; views the f16 kernels read as they are, 16-byte aligned f16, are not copied), then the
+// MMA key split's partial rows where it splits.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "turbo3/attention/mma_launch.hpp"
 #include "turbo3/attention/options.hpp"
 #include "turbo3/attention/params.hpp"
+#include "turbo3/attention/prefill_route.hpp"
 #include "turbo3/attention/tile.hpp"
 #include "turbo3/kv/loader_any.hpp"
 #include "turbo3/kv/loaders.hpp"
@@ -36,6 +40,9 @@ struct materialize_plan {
   bool k = false, v = false;  // which views are copied
   size_t k_bytes = 0, v_bytes = 0;
   size_t v_offset = 0;        // of the V copy from the aligned start
+  bool mma = false;           // the dense call runs MMA (else TILE)
+  mma_plan dense_mma;         // its plan where it does
+  size_t partial_offset = 0;  // of the MMA partial rows from the aligned start
   size_t total = 0;           // workspace bytes
 };
 
@@ -64,7 +71,30 @@ inline bool dense_copy_fits(const tensor_view& t) {
 
 inline constexpr size_t materialize_align = 256;  // bytes: where each dense copy starts
 
-inline materialize_plan make_materialize_plan(const attention_params& p) {
+// Dense f16 view over a materialized copy of t.
+inline tensor_view dense_view(const tensor_view& t, void* data) {
+  tensor_view d = t;
+  d.data = data;
+  d.type = data_type::f16;
+  d.nb[0] = 2;
+  d.nb[1] = static_cast<size_t>(t.ne[0]) * 2;
+  d.nb[2] = d.nb[1] * static_cast<size_t>(t.ne[1]);
+  d.nb[3] = d.nb[2] * static_cast<size_t>(t.ne[2]);
+  return d;
+}
+
+// p with the views a plan copies replaced by their dense copies at base (aligned to
+// materialize_align; nullptr while planning: only the copies' shapes and alignment count then).
+inline attention_params dense_params(const attention_params& p, const materialize_plan& m, char* base) {
+  attention_params dense = p;
+  if (m.k) dense.k = dense_view(p.k, base);
+  if (m.v) dense.v = dense_view(p.v, base ? base + m.v_offset : nullptr);
+  return dense;
+}
+
+// The copies, and on a device whose prefill default is MMA (where the MMA kernel takes the dense
+// call) its plan with the caller's options; the partial rows of its key split follow the copies.
+inline materialize_plan make_materialize_plan(const attention_params& p, const launch_options& opt, int device) {
   constexpr size_t align = materialize_align;
   materialize_plan m;
   m.k = materialize_view(p.k);
@@ -72,14 +102,19 @@ inline materialize_plan make_materialize_plan(const attention_params& p) {
   m.k_bytes = m.k ? (dense_f16_bytes(p.k) + align - 1) / align * align : 0;
   m.v_bytes = m.v ? (dense_f16_bytes(p.v) + align - 1) / align * align : 0;
   m.v_offset = m.k_bytes;
-  m.total = m.k || m.v ? align - 1 + m.k_bytes + m.v_bytes : 0;  // with the slack to align the start
+  m.partial_offset = m.k_bytes + m.v_bytes;
+  const attention_params dense = dense_params(p, m, nullptr);
+  m.mma = mma_by_default(platform::device_family(device)) && mma_supported(dense) == status::ok;
+  if (m.mma) mma_family::plan(dense, opt, device, m.dense_mma);
+  const size_t partial_bytes = m.mma ? mma_family::workspace_bytes(m.dense_mma) : 0;
+  const size_t bytes = m.k_bytes + m.v_bytes + partial_bytes;
+  m.total = bytes > 0 ? align - 1 + bytes : 0;  // with the slack to align the start
   return m;
 }
 
-// The head dims materialize takes: the f16 TILE kernel's up to 256. At D = 512 the prefill of
-// turbo4, turbo2 and q8_0 K/V stays on the scalar VEC kernel, which needs no workspace, until the
-// two are measured against each other (the copy would take n_kv x 1 KB per KV head and view).
-TURBO3_HD constexpr bool materialize_head_dim(int d) { return tile_head_dim(d) && d <= 256; }
+// The head dims materialize takes: those of the f16 TILE kernel, which serves its dense call where
+// MMA does not (D = 64 and 512).
+TURBO3_HD constexpr bool materialize_head_dim(int d) { return tile_head_dim(d); }
 
 // Whether the materialize route takes these (validated) params: any K/V type pair (every one has a
 // loader for the copy), materialize_head_dim.
@@ -125,18 +160,6 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(materialize_threads)
   out[1] = make_uint4(w[4], w[5], w[6], w[7]);
 }
 
-// Dense f16 view over a materialized copy of t.
-inline tensor_view dense_view(const tensor_view& t, void* data) {
-  tensor_view d = t;
-  d.data = data;
-  d.type = data_type::f16;
-  d.nb[0] = 2;
-  d.nb[1] = static_cast<size_t>(t.ne[0]) * 2;
-  d.nb[2] = d.nb[1] * static_cast<size_t>(t.ne[1]);
-  d.nb[3] = d.nb[2] * static_cast<size_t>(t.ne[2]);
-  return d;
-}
-
 inline void launch_materialize_view(const tensor_view& t, const turbo3_lut& lut, void* dst, hipStream_t stream) {
   const int chunks_per_row = static_cast<int>(t.ne[0] / kv::chunk_values);
   const int64_t n_chunks = static_cast<int64_t>(t.ne[1]) * t.ne[2] * t.ne[3] * chunks_per_row;
@@ -161,29 +184,26 @@ inline void launch_materialize_view(const tensor_view& t, const turbo3_lut& lut,
 struct materialize_family {
   using plan_type = materialize_plan;
   static status supported(const attention_params& p) { return materialize_supported(p); }
-  static status plan(const attention_params& p, const launch_options&, int, materialize_plan& out) {
-    out = make_materialize_plan(p);
+  static status plan(const attention_params& p, const launch_options& opt, int device, materialize_plan& out) {
+    out = make_materialize_plan(p, opt, device);
     return status::ok;
   }
   static size_t workspace_bytes(const materialize_plan& plan) { return plan.total; }
-  // The dense copies into the workspace, then the f16 TILE kernel over them.
+  // The dense copies into the workspace, then the f16 kernel over them.
   static status launch(const attention_params& p, const materialize_plan& plan, void* workspace, int device,
                        hipStream_t stream) {
     const platform::error_scope errors;
-    attention_params dense = p;
-    if (plan.total > 0) {
+    char* const base = plan.total > 0 ? static_cast<char*>(align_up(workspace, materialize_align)) : nullptr;
+    if (plan.k || plan.v) {
       const turbo3_lut lut = make_turbo3_lut(p.kv_codebook);
-      char* base = static_cast<char*>(align_up(workspace, materialize_align));
-      if (plan.k) {
-        launch_materialize_view(p.k, lut, base, stream);
-        dense.k = dense_view(p.k, base);
-      }
-      if (plan.v) {
-        launch_materialize_view(p.v, lut, base + plan.v_offset, stream);
-        dense.v = dense_view(p.v, base + plan.v_offset);
-      }
+      if (plan.k) launch_materialize_view(p.k, lut, base, stream);
+      if (plan.v) launch_materialize_view(p.v, lut, base + plan.v_offset, stream);
     }
     if (!errors.launches_ok()) return status::runtime_error;
+    const attention_params dense = dense_params(p, plan, base);
+    if (plan.mma)
+      return mma_family::launch_as(dense, p.k.type, p.v.type, plan.dense_mma, base + plan.partial_offset, device,
+                                   stream);
     return launch_tile(dense, p.k.type, p.v.type, device, stream);
   }
 };

@@ -1675,10 +1675,12 @@ inline int mma_rows(platform::arch_family f, int d) { return 16 * mma_table(f, d
 
 // Launches MMA for validated, mma_supported params on `device` (the stream's), its keys split
 // kv_splits ways (partial: the partial rows' workspace, prefill_partial_bytes) and then merged.
-inline status launch_mma(const attention_params& p, int kv_splits, float* partial, int device, hipStream_t stream) {
+// k_was / v_was as for make_prefill_args.
+inline status launch_mma(const attention_params& p, data_type k_was, data_type v_was, int kv_splits, float* partial,
+                         int device, hipStream_t stream) {
   const platform::arch_family f = platform::device_family(device);
   const int d = static_cast<int>(p.head_dim_k());
-  prefill_args a = make_prefill_args(p, mma_rows(f, d), p.k.type, p.v.type);
+  prefill_args a = make_prefill_args(p, mma_rows(f, d), k_was, v_was);
   a.kv_splits = kv_splits;
   a.partial = partial;
   using T3 = kv::turbo3_loader;

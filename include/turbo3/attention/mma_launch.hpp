@@ -86,9 +86,16 @@ struct mma_family {
   static size_t workspace_bytes(const mma_plan& plan) { return plan.partial_bytes; }  // the key splits' partial rows
   static status launch(const attention_params& p, const mma_plan& plan, void* workspace, int device,
                        hipStream_t stream) {
+    return launch_as(p, p.k.type, p.v.type, plan, workspace, device, stream);
+  }
+  // launch over K/V that stand for views of other types (k_was / v_was as for make_prefill_args):
+  // materialize's dense f16 copies.
+  static status launch_as(const attention_params& p, data_type k_was, data_type v_was, const mma_plan& plan,
+                          void* workspace, int device, hipStream_t stream) {
     float* const partial = static_cast<float*>(align_up(workspace, 16));
-    if (plan.form == mma_variant::fragment) return launch_mma(p, plan.kv_splits, partial, device, stream);
-    return launch_mma_wg(p, plan.form == mma_variant::warp_specialized, plan.kv_splits, partial, device, stream);
+    if (plan.form == mma_variant::fragment) return launch_mma(p, k_was, v_was, plan.kv_splits, partial, device, stream);
+    const bool specialized = plan.form == mma_variant::warp_specialized;
+    return launch_mma_wg(p, k_was, v_was, specialized, plan.kv_splits, partial, device, stream);
   }
 };
 

@@ -863,14 +863,14 @@ inline bool mma_wg_applies(const attention_params& p, int device) {
 }
 
 template <int D, class L>
-status launch_mma_wg(const attention_params& p, bool specialized, int kv_splits, float* partial, int device,
-                     hipStream_t stream) {
+status launch_mma_wg(const attention_params& p, data_type k_was, data_type v_was, bool specialized, int kv_splits,
+                     float* partial, int device, hipStream_t stream) {
   if (specialized) {
     // turbo3: two producer warpgroups (the decode wants their issue slots: docs/performance.md,
     // MMA); f16: one (it only copies).
     constexpr bool t3 = L::type == data_type::turbo3;
     using C = wg_producer_config<D, t3 ? 2 : 1>;
-    prefill_args a = make_prefill_args(p, C::rows, p.k.type, p.v.type);
+    prefill_args a = make_prefill_args(p, C::rows, k_was, v_was);
     a.kv_splits = kv_splits;
     a.partial = partial;
     // Calls with a mask take an instantiation of their own (the mask read ahead of the
@@ -883,21 +883,23 @@ status launch_mma_wg(const attention_params& p, bool specialized, int kv_splits,
     return launch_prefill_merge(a, D, stream);
   }
   using C = wg_config<D>;
-  const prefill_args a = make_prefill_args(p, C::rows, p.k.type, p.v.type);  // no key split (mma_kv_splits)
+  const prefill_args a = make_prefill_args(p, C::rows, k_was, v_was);  // no key split (mma_kv_splits)
   return launch_prefill_grid<&mma_wg_kernel<D, L, L, C>>(a, C::threads, C::smem_bytes, device, stream);
 }
 
 // Launches the warpgroup kernel for params mma_wg_applies takes (specialized: the form with a
-// producer warpgroup; kv_splits > 1 only there).
-inline status launch_mma_wg(const attention_params& p, bool specialized, int kv_splits, float* partial, int device,
-                            hipStream_t stream) {
+// producer warpgroup; kv_splits > 1 only there). k_was / v_was as for make_prefill_args.
+inline status launch_mma_wg(const attention_params& p, data_type k_was, data_type v_was, bool specialized,
+                            int kv_splits, float* partial, int device, hipStream_t stream) {
+  using T3 = kv::turbo3_loader;
+  using F16 = kv::f16_loader;
   const bool t3 = p.k.type == data_type::turbo3;
   if (p.head_dim_k() == 128) {
-    if (t3) return launch_mma_wg<128, kv::turbo3_loader>(p, specialized, kv_splits, partial, device, stream);
-    return launch_mma_wg<128, kv::f16_loader>(p, specialized, kv_splits, partial, device, stream);
+    if (t3) return launch_mma_wg<128, T3>(p, k_was, v_was, specialized, kv_splits, partial, device, stream);
+    return launch_mma_wg<128, F16>(p, k_was, v_was, specialized, kv_splits, partial, device, stream);
   }
-  if (t3) return launch_mma_wg<256, kv::turbo3_loader>(p, specialized, kv_splits, partial, device, stream);
-  return launch_mma_wg<256, kv::f16_loader>(p, specialized, kv_splits, partial, device, stream);
+  if (t3) return launch_mma_wg<256, T3>(p, k_was, v_was, specialized, kv_splits, partial, device, stream);
+  return launch_mma_wg<256, F16>(p, k_was, v_was, specialized, kv_splits, partial, device, stream);
 }
 
 }  // namespace detail

@@ -14,10 +14,11 @@ enum class kernel_choice {
                 // where the device runs it by default and the shape is covered, else tile where it
                 // applies, else materialize, else vec (turbo4, turbo2 or q8_0 K/V: vec up to
                 // vec_verify_max_queries rows and at D = 512, else materialize; D = 512 with f16 and
-                // turbo3 K/V: vec up to vec_verify_max_queries rows, else tile)
+                // turbo3 K/V: vec up to vec_verify_max_queries rows, else tile; MLA's cache: vec)
   vec,          // force the decode kernel for any n_q (the "VEC for prefill" baseline)
   tile,         // force the scalar prefill kernel (D 64/128/256/512)
-  materialize,  // force dequantize-to-f16 then the f16 prefill kernel
+  materialize,  // force dequantize-to-f16, then the device's default f16 prefill kernel over the copies
+                // (mma on NVIDIA at D 128/256, else tile)
   mma,          // force the matrix-core prefill kernel (D 128/256)
 };
 
