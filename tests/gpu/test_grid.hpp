@@ -179,13 +179,13 @@ inline case_grid gqa_sequences_grid() {
   return g;
 }
 
-// D = 512 prefill (TILE, and materialize's dense f16 call on TILE: no MMA kernel has this head dim): every K/V
-// pair at GQA 1, 4 and 8 over 2 KV heads. n_q 37 and 70 over n_kv 61 and 300 leave ragged query
-// tiles (32 rows on NVIDIA, 16 on AMD) and key tiles (32 and 8 keys); the options cycle (mask;
-// mask and sinks; causal; mask, ALiBi and causal; softcap), and so do the Q and output types, the
-// output layout, the rotation mode and the codebook. Then turbo3 under ggml's causal mask and a
-// sliding window with hidden rows (visible ends), and two sequences. Sampled: every third case of
-// the pairs.
+// D = 512 prefill (TILE, also under materialize's dense f16 call: no MMA kernel has this head
+// dim): every K/V pair at GQA 1, 4 and 8 over 2 KV heads. n_q 37 and 70 over n_kv 61 and 300
+// leave ragged query tiles (32 rows on NVIDIA, 16 on AMD) and key tiles (32 and 8 keys); the
+// options cycle (mask; mask and sinks; causal; mask, ALiBi and causal; softcap), and so do the Q
+// and output types, the output layout, the rotation mode and the codebook. Then turbo3 under
+// ggml's causal mask and a sliding window with hidden rows (visible ends), and two sequences.
+// Sampled: every third case of the pairs.
 inline case_grid prefill_d512_grid() {
   using turbo3::data_type;
   case_grid g;

@@ -109,7 +109,8 @@ TEST_CASE("mma split: the launcher splits verify batches at depth, eagerly and u
           "[mma][mma-split][capture]") {
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x5b119);
   for (int d : {128, 256}) {
-    attention_case c = turbo3_test::gqa_case(d, 16, 20000);  // 32 rows per KV head: past the warp kernel's 16
+    // 32 rows per KV head: past the 16 the warp decode kernel takes (vec_takes_verify_batch)
+    attention_case c = turbo3_test::gqa_case(d, 16, 20000);
     c.mask = true;
     c.mask_pattern = attention_case::mask_kind::causal;
     c.sinks = true;

@@ -1,9 +1,9 @@
 // Prefill routes against ref::attention on identical quantized bytes, limit NMSE 1e-5: the TILE
 // kernel (inline dequantization) and the materialize route (f16 copies + the device's default f16
-// prefill kernel: MMA on NVIDIA, TILE elsewhere), forced through
-// launch_options::kernel, on the prefill grids of test_grid.hpp (materialize on each grid's sampled
-// cases) and TILE alone on the D = 512 grid; the automatic routing; graph capture of prefill calls with the arena; a timing harness
-// (hidden tag [.tile-timing]) for the pp512/2048/4096 comparison.
+// prefill kernel: MMA on NVIDIA, TILE elsewhere), forced through launch_options::kernel, on the
+// prefill grids of test_grid.hpp and the D = 512 grid (materialize on each grid's sampled cases);
+// the automatic routing; graph capture of prefill calls with the arena; a timing harness (hidden
+// tag [.tile-timing]) for the pp512/2048/4096 comparison.
 #include "attention_problem.hpp"
 #include "test_grid.hpp"
 
