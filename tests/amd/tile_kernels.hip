@@ -19,16 +19,8 @@ TURBO3_TILE(128, T3, T3) TURBO3_TILE(128, T3, F16) TURBO3_TILE(128, F16, T3) TUR
 TURBO3_TILE(256, T3, T3) TURBO3_TILE(256, T3, F16) TURBO3_TILE(256, F16, T3) TURBO3_TILE(256, F16, F16)
 TURBO3_TILE(512, T3, T3) TURBO3_TILE(512, T3, F16) TURBO3_TILE(512, F16, T3) TURBO3_TILE(512, F16, F16)
 #undef TURBO3_TILE
-template __global__ void materialize_kernel<T3>(const char*, int64_t, int64_t, int64_t, int, int, int64_t, int,
-                                                turbo3_lut, uint4*);
-template __global__ void materialize_kernel<F16>(const char*, int64_t, int64_t, int64_t, int, int, int64_t, int,
-                                                 turbo3_lut, uint4*);
-template __global__ void materialize_kernel<kv::turbo4_loader>(const char*, int64_t, int64_t, int64_t, int, int, int64_t,
-                                                               int, turbo3_lut, uint4*);
-template __global__ void materialize_kernel<kv::turbo2_loader>(const char*, int64_t, int64_t, int64_t, int, int, int64_t,
-                                                               int, turbo3_lut, uint4*);
-template __global__ void materialize_kernel<kv::q8_0_loader>(const char*, int64_t, int64_t, int64_t, int, int, int64_t,
-                                                             int, turbo3_lut, uint4*);
+template __global__ void materialize_kernel<false>(materialize_copy, materialize_copy, turbo3_lut);
+template __global__ void materialize_kernel<true>(materialize_copy, materialize_copy, turbo3_lut);
 }  // namespace detail
 }  // namespace turbo3
 

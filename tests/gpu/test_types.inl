@@ -169,31 +169,36 @@ TEST_CASE("types: 16 and 8 query rows per work-group", "[types]") {
 }
 
 // Verify batches in the wide form at depth: 8 queries over GQA 2 and 8 KV heads (16 rows a
-// work-group), masked and causal, with enough keys that the warps take fixed chunks, claimed pairs
-// and the single groups of the tail (warp_key_chunks), for each one-type pair at D 128 and 256.
-TEST_CASE("types: verify batches in the 16-row form at depth, masked", "[types][vec]") {
+// work-group), with ggml's kind of mask and with the causal flag alone, with enough keys that the
+// warps take fixed chunks, claimed pairs and the single groups of the tail (warp_key_chunks), for
+// each one-type pair and q8_0 K with turbo3 V at D 128 and 256.
+TEST_CASE("types: verify batches in the 16-row form at depth, masked and causal", "[types][vec]") {
   using namespace types_test;
   std::mt19937_64 rng(turbo3_test::run_seed() ^ 0x9e1);
+  // (K, V) in all_types: turbo3, turbo4, turbo2, q8_0 K with turbo3 V
+  const std::array<std::pair<int, int>, 4> pairs = {{{1, 1}, {2, 2}, {3, 3}, {4, 1}}};
   int variant = 0;
-  for (int t : {1, 2, 3})  // turbo3, turbo4, turbo2
-    for (int d : {128, 256}) {
-      attention_case c;
-      c.k_type = c.v_type = all_types[t];
-      c.head_dim = d;
-      c.n_q = 8;
-      c.n_kv = 24576 + 37 * variant;
-      c.n_head_kv = 8;
-      c.n_head = 16;
-      c.mask = true;
-      c.causal = true;
-      c.sinks = variant % 2 == 1;
-      ++variant;
-      attention_problem prob(c, rng);
-      const std::vector<uint8_t> want = prob.reference();
-      INFO(c.describe());
-      CHECK(route(prob.device_params()) == kernel_choice::vec);
-      run_route(prob, want, t, t, {}, c.describe());
-    }
+  for (const auto& [ki, vi] : pairs)
+    for (int d : {128, 256})
+      for (bool masked : {true, false}) {
+        attention_case c;
+        c.k_type = all_types[ki];
+        c.v_type = all_types[vi];
+        c.head_dim = d;
+        c.n_q = 8;
+        c.n_kv = 24576 + 37 * variant;
+        c.n_head_kv = 8;
+        c.n_head = 16;
+        c.mask = masked;
+        c.causal = true;
+        c.sinks = variant % 3 == 1;
+        ++variant;
+        attention_problem prob(c, rng);
+        const std::vector<uint8_t> want = prob.reference();
+        INFO(c.describe());
+        CHECK(route(prob.device_params()) == kernel_choice::vec);
+        run_route(prob, want, ki, vi, {}, c.describe());
+      }
 }
 
 // The warp decode kernel over the pairs it reads besides turbo3's (vec_warp_types): the

@@ -339,8 +339,9 @@ TEST_CASE("D = 512: TILE serves prefill, VEC decode and verify batches; D_k != D
 // The warp decode kernel's layout and merge rules (host only): the wide form (16 rows a
 // work-group, 8 warps) at D = 128 over any number of KV heads and at D = 256 over at least 8 KV
 // heads x sequences, two 8-row work-groups per KV head at D = 256 over fewer (a verify batch still
-// goes to the decode kernel, in two query tiles); 8 rows for pairs without the wide form, masked or
-// not; the combine kernel only past 32 merge round trips per warp.
+// goes to the decode kernel, in two query tiles); 8 rows for pairs without the wide form (mixed
+// turbo pairs; q8_0 K at D = 256 with a mask); the combine kernel only past 32 merge round trips
+// per warp.
 TEST_CASE("VEC warp kernel: the wide form by head dim and KV heads; the combine kernel past 32 round trips", "[routing]") {
   struct layout_case {
     const char* name;
@@ -358,12 +359,14 @@ TEST_CASE("VEC warp kernel: the wide form by head dim and KV heads; the combine 
       {"D 256, GQA 2 x 8 queries over 2 KV heads x 4 sequences: wide", t3, t3, 256, 4, 2, 8, 4, 2, 8, 1},
       {"D 128, GQA 2 x 8 queries over 2 KV heads: wide", t3, t3, 128, 4, 2, 8, 1, 2, 8, 1},
       {"D 128, q8_0 K, GQA 16 decode over 8 KV heads: wide", q8, t3, 128, 128, 8, 1, 1, 16, 1, 1},
-      {"D 256, q8_0 K, GQA 16 decode over 8 KV heads: 8 rows", q8, t3, 256, 128, 8, 1, 1, 8, 1, 1},
+      {"D 256, q8_0 K, GQA 16 decode over 8 KV heads: wide", q8, t3, 256, 128, 8, 1, 1, 16, 1, 1},
       {"D 256, turbo2, GQA 2 x 8 queries over 8 KV heads: wide", t2, t2, 256, 16, 8, 8, 1, 2, 8, 1},
       {"D 256, turbo4, GQA 2 x 8 queries over 8 KV heads: wide", t4, t4, 256, 16, 8, 8, 1, 2, 8, 1},
       {"D 256, turbo4, GQA 2 x 8 queries over 8 KV heads, masked: wide", t4, t4, 256, 16, 8, 8, 1, 2, 8, 1, true},
+      {"D 256, q8_0 K, GQA 2 x 8 queries over 8 KV heads: wide", q8, t3, 256, 16, 8, 8, 1, 2, 8, 1},
       {"D 256, q8_0 K, GQA 2 x 8 queries over 8 KV heads, masked: two query tiles", q8, t3, 256, 16, 8, 8, 1, 2, 4, 2,
        true},
+      {"D 256, q8_0 K, GQA 2 x 8 queries over 2 KV heads: two query tiles", q8, t3, 256, 4, 2, 8, 1, 2, 4, 2},
       {"D 128, turbo4, GQA 2 x 8 queries over 8 KV heads, masked: wide", t4, t4, 128, 16, 8, 8, 1, 2, 8, 1, true},
       {"D 128, turbo3 K, turbo4 V, GQA 16 decode over 8 KV heads: 8 rows", t3, t4, 128, 128, 8, 1, 1, 8, 1, 1},
   };
@@ -649,6 +652,54 @@ TEST_CASE("write_rows refuses unknown codebooks, sizes that overflow and overlap
     CHECK(write_rows(s, ids, d, nullptr) == status::invalid_argument);
   }
   CHECK(cache == before);
+}
+
+// materialize's copy kernel finds each row's token, head and sequence with 32-bit divisions below
+// 2^32 rows and 64-bit ones from there (host only: the same function runs in the kernel); a view of
+// 2^32 rows takes the 64-bit form, and its grid stays below 2^31 work-groups.
+TEST_CASE("materialize: the copy kernel's source rows in 32 and 64 bits", "[routing]") {
+  struct shape {
+    int n_rows, n_heads;
+    int64_t n_seq;
+  };
+  const shape shapes[] = {{1, 1, 1}, {4099, 8, 3}, {1, 32, 5}, {131072, 8, 2}, {1 << 20, 1 << 10, 4}, {65537, 3, 7}};
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  for (const shape& sh : shapes) {
+    const int64_t rows = static_cast<int64_t>(sh.n_rows) * sh.n_heads * sh.n_seq;
+    std::vector<int64_t> probe = {0, rows - 1, sh.n_rows - 1, sh.n_rows, int64_t{sh.n_rows} * sh.n_heads - 1,
+                                  int64_t{sh.n_rows} * sh.n_heads};
+    for (int i = 0; i < 2000; ++i) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      probe.push_back(static_cast<int64_t>((state >> 11) % static_cast<uint64_t>(rows)));
+    }
+    for (const int64_t row : probe) {
+      if (row < 0 || row >= rows) continue;
+      INFO("n_rows " << sh.n_rows << " n_heads " << sh.n_heads << " row " << row);
+      const int64_t token = row % sh.n_rows, head = (row / sh.n_rows) % sh.n_heads,
+                    seq = row / (int64_t{sh.n_rows} * sh.n_heads);
+      const detail::materialize_source_row wide = detail::materialize_source_row_of<true>(row, sh.n_rows, sh.n_heads);
+      CHECK((wide.token == token && wide.head == head && wide.seq == seq));
+      if (row < (int64_t{1} << 32)) {
+        const detail::materialize_source_row narrow =
+            detail::materialize_source_row_of<false>(row, sh.n_rows, sh.n_heads);
+        CHECK((narrow.token == token && narrow.head == head && narrow.seq == seq));
+      }
+    }
+  }
+  tensor_view t;
+  t.type = data_type::turbo3;
+  t.ne[0] = 128; t.ne[1] = 1 << 20; t.ne[2] = 1 << 10; t.ne[3] = 4;  // 2^32 rows of 8 chunks
+  t.nb[1] = 50 * 1024; t.nb[2] = 50; t.nb[3] = t.nb[1] * t.ne[1];
+  const detail::materialize_copy big = detail::make_materialize_copy(t, nullptr);
+  CHECK(big.chunk_shift == 3);
+  CHECK(big.n_chunks == (int64_t{1} << 35));
+  CHECK(static_cast<int64_t>(big.blocks) == (int64_t{1} << 35) / detail::materialize_threads);
+  CHECK(detail::materialize_wide_rows(big));
+  CHECK(detail::dense_copy_fits(t));
+  t.ne[3] = 2;
+  CHECK_FALSE(detail::materialize_wide_rows(detail::make_materialize_copy(t, nullptr)));
+  t.ne[3] = 64;  // 2^31 work-groups for one view: past the grid's limit
+  CHECK_FALSE(detail::dense_copy_fits(t));
 }
 
 // turbo4, turbo2 and q8_0 K/V are read by the VEC kernels (the scalar one at any head dim it has,

@@ -57,7 +57,7 @@ inline size_t dense_f16_bytes(const tensor_view& t) {
 
 // Whether a view's dense f16 copy fits: its bytes (dense_f16_bytes) do not overflow with the two
 // copies' alignment slack, and the copy kernel's grid (one thread per 16-value chunk,
-// materialize_threads per work-group) stays below 2^31 work-groups.
+// materialize_threads per work-group, both views in one grid) stays below 2^31 work-groups.
 inline bool dense_copy_fits(const tensor_view& t) {
   const uint64_t limit = static_cast<uint64_t>(INT64_MAX) / 4;  // two copies and their slack stay far below 2^63
   uint64_t values = 1;
@@ -66,7 +66,7 @@ inline bool dense_copy_fits(const tensor_view& t) {
     if (values > limit / n) return false;
     values *= n;
   }
-  return values / 16 / 256 < static_cast<uint64_t>(INT32_MAX) && values * 2 <= limit;
+  return values / 16 / 256 < static_cast<uint64_t>(INT32_MAX) / 2 && values * 2 <= limit;
 }
 
 inline constexpr size_t materialize_align = 256;  // bytes: where each dense copy starts
@@ -127,19 +127,44 @@ inline status materialize_supported(const attention_params& p) {
   return status::ok;
 }
 
-// One thread per 16-value chunk of a stored row: dequantize (the block types, through loader L:
-// decoded values times the chunk's scale, rounded to f16) or copy (f16 at any 2-byte alignment),
-// write 32 bytes of dense f16. Rows are taken in (token, head, seq) order.
+// One view's dense copy (materialize_kernel): its stored rows in (token, head, seq) order.
+struct materialize_copy {
+  const char* src = nullptr;
+  int64_t nb1 = 0, nb2 = 0, nb3 = 0;
+  uint4* dst = nullptr;
+  int64_t n_chunks = 0;         // 16-value chunks of the view
+  int n_rows = 0, n_heads = 0;  // ne[1], ne[2]
+  int chunk_shift = 0;          // log2 of the chunks per row (materialize_head_dim: powers of two)
+  data_type type = data_type::f16;
+  unsigned blocks = 0;          // work-groups of the grid that copy it
+};
+
+inline materialize_copy make_materialize_copy(const tensor_view& t, void* dst) {
+  materialize_copy c;
+  c.src = static_cast<const char*>(t.data);
+  c.nb1 = static_cast<int64_t>(t.nb[1]);
+  c.nb2 = static_cast<int64_t>(t.nb[2]);
+  c.nb3 = static_cast<int64_t>(t.nb[3]);
+  c.dst = static_cast<uint4*>(dst);
+  const int64_t chunks_per_row = t.ne[0] / kv::chunk_values;
+  while ((int64_t{1} << c.chunk_shift) < chunks_per_row) ++c.chunk_shift;
+  c.n_chunks = static_cast<int64_t>(t.ne[1]) * t.ne[2] * t.ne[3] * chunks_per_row;
+  c.n_rows = static_cast<int>(t.ne[1]);
+  c.n_heads = static_cast<int>(t.ne[2]);
+  c.type = t.type;
+  c.blocks = static_cast<unsigned>((c.n_chunks + materialize_threads - 1) / materialize_threads);
+  return c;
+}
+
+// Whether a copy's rows need materialize_source_row_of's 64-bit form (2^32 rows or more).
+inline bool materialize_wide_rows(const materialize_copy& c) {
+  return (c.n_chunks >> c.chunk_shift) >= (int64_t{1} << 32);
+}
+
+// Chunk c of a stored row as 32 bytes of dense f16: dequantized through loader L (decoded values
+// times the chunk's scale, rounded to f16), or copied (f16 at any 2-byte alignment).
 template <class L>
-TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(materialize_threads)
-    materialize_kernel(const char* src, int64_t nb1, int64_t nb2, int64_t nb3, int n_rows, int n_heads,
-                       int64_t n_chunks, int chunks_per_row, turbo3_lut lut, uint4* dst) {
-  const int64_t idx = static_cast<int64_t>(blockIdx.x) * materialize_threads + threadIdx.x;
-  if (idx >= n_chunks) return;
-  const int64_t row = idx / chunks_per_row;
-  const int c = static_cast<int>(idx % chunks_per_row);
-  const int64_t j = row % n_rows, h = (row / n_rows) % n_heads, s = row / (static_cast<int64_t>(n_rows) * n_heads);
-  const char* src_row = src + j * nb1 + h * nb2 + s * nb3;
+TURBO3_DEVICE TURBO3_FORCEINLINE void materialize_chunk(const char* src_row, int c, const turbo3_lut& lut, uint4* out) {
   uint32_t w[8];
   if constexpr (L::type != data_type::f16) {
     static_assert(L::values_per_scale % kv::chunk_values == 0, "a chunk lies in one scale group");
@@ -155,29 +180,66 @@ TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(materialize_threads)
     TURBO3_UNROLL
     for (int i = 0; i < 8; ++i) w[i] = static_cast<uint32_t>(h16[2 * i]) | (static_cast<uint32_t>(h16[2 * i + 1]) << 16);
   }
-  uint4* out = dst + 2 * idx;
   out[0] = make_uint4(w[0], w[1], w[2], w[3]);
   out[1] = make_uint4(w[4], w[5], w[6], w[7]);
 }
 
-inline void launch_materialize_view(const tensor_view& t, const turbo3_lut& lut, void* dst, hipStream_t stream) {
-  const int chunks_per_row = static_cast<int>(t.ne[0] / kv::chunk_values);
-  const int64_t n_chunks = static_cast<int64_t>(t.ne[1]) * t.ne[2] * t.ne[3] * chunks_per_row;
-  const unsigned blocks = static_cast<unsigned>((n_chunks + materialize_threads - 1) / materialize_threads);
-  const char* src = static_cast<const char*>(t.data);
-  const int64_t nb1 = static_cast<int64_t>(t.nb[1]), nb2 = static_cast<int64_t>(t.nb[2]), nb3 = static_cast<int64_t>(t.nb[3]);
-  auto launch = [&](auto loader) {
-    materialize_kernel<decltype(loader)><<<blocks, materialize_threads, 0, stream>>>(
-        src, nb1, nb2, nb3, static_cast<int>(t.ne[1]), static_cast<int>(t.ne[2]), n_chunks, chunks_per_row, lut,
-        static_cast<uint4*>(dst));
-  };
-  switch (t.type) {
-    case data_type::turbo3: launch(kv::turbo3_loader{}); break;
-    case data_type::turbo4: launch(kv::turbo4_loader{}); break;
-    case data_type::turbo2: launch(kv::turbo2_loader{}); break;
-    case data_type::q8_0: launch(kv::q8_0_loader{}); break;
-    default: launch(kv::f16_loader{}); break;
+// Where row `row` of a view's copy comes from: its token, head and sequence (rows in (token, head,
+// seq) order, n_rows tokens and n_heads heads). WIDE_ROWS: the view has 2^32 rows or more and the
+// divisions take 64 bits; otherwise 32-bit ones, a fraction of the instructions.
+struct materialize_source_row {
+  int64_t token, head, seq;
+};
+template <bool WIDE_ROWS>
+TURBO3_HD inline materialize_source_row materialize_source_row_of(int64_t row, int n_rows, int n_heads) {
+  if constexpr (WIDE_ROWS) {
+    return {row % n_rows, (row / n_rows) % n_heads, row / (static_cast<int64_t>(n_rows) * n_heads)};
+  } else {
+    const uint32_t r = static_cast<uint32_t>(row), token_group = r / static_cast<uint32_t>(n_rows);
+    return {r - token_group * static_cast<uint32_t>(n_rows), token_group % static_cast<uint32_t>(n_heads),
+            token_group / static_cast<uint32_t>(n_heads)};
   }
+}
+
+// Both views' copies in one launch, a kernel boundary fewer in front of the f16 prefill kernel
+// (docs/performance.md, materialize): work-groups [0, k.blocks) copy K, the rest V, one thread per
+// 16-value chunk. The storage type is a run-time value, one per work-group, so that one kernel
+// serves every K/V pair. WIDE_ROWS as for materialize_source_row_of.
+template <bool WIDE_ROWS>
+TURBO3_GLOBAL void TURBO3_LAUNCH_BOUNDS(materialize_threads)
+    materialize_kernel(materialize_copy k, materialize_copy v, turbo3_lut lut) {
+  const bool v_side = blockIdx.x >= k.blocks;
+  const unsigned block = v_side ? blockIdx.x - k.blocks : blockIdx.x;
+  const int64_t idx = static_cast<int64_t>(block) * materialize_threads + threadIdx.x;
+  if (idx >= (v_side ? v.n_chunks : k.n_chunks)) return;
+  const int shift = v_side ? v.chunk_shift : k.chunk_shift;
+  const int c = static_cast<int>(idx & ((int64_t{1} << shift) - 1));
+  const materialize_source_row at = materialize_source_row_of<WIDE_ROWS>(idx >> shift, v_side ? v.n_rows : k.n_rows,
+                                                                         v_side ? v.n_heads : k.n_heads);
+  const char* const src_row = (v_side ? v.src : k.src) + at.token * (v_side ? v.nb1 : k.nb1) +
+                              at.head * (v_side ? v.nb2 : k.nb2) + at.seq * (v_side ? v.nb3 : k.nb3);
+  uint4* const out = (v_side ? v.dst : k.dst) + 2 * idx;
+  switch (v_side ? v.type : k.type) {
+    case data_type::turbo3: materialize_chunk<kv::turbo3_loader>(src_row, c, lut, out); break;
+    case data_type::turbo4: materialize_chunk<kv::turbo4_loader>(src_row, c, lut, out); break;
+    case data_type::turbo2: materialize_chunk<kv::turbo2_loader>(src_row, c, lut, out); break;
+    case data_type::q8_0: materialize_chunk<kv::q8_0_loader>(src_row, c, lut, out); break;
+    default: materialize_chunk<kv::f16_loader>(src_row, c, lut, out); break;
+  }
+}
+
+// The copies of the views a plan copies (k_dst / v_dst: nullptr for a view not copied).
+inline void launch_materialize(const attention_params& p, const materialize_plan& plan, const turbo3_lut& lut,
+                               void* k_dst, void* v_dst, hipStream_t stream) {
+  materialize_copy k, v;
+  if (plan.k) k = make_materialize_copy(p.k, k_dst);
+  if (plan.v) v = make_materialize_copy(p.v, v_dst);
+  const unsigned blocks = k.blocks + v.blocks;
+  if (blocks == 0) return;
+  if (materialize_wide_rows(k) || materialize_wide_rows(v))
+    materialize_kernel<true><<<blocks, materialize_threads, 0, stream>>>(k, v, lut);
+  else
+    materialize_kernel<false><<<blocks, materialize_threads, 0, stream>>>(k, v, lut);
 }
 
 // ---- the family's entry point (the four questions of vec_family) ----------------------------------
@@ -194,11 +256,8 @@ struct materialize_family {
                        hipStream_t stream) {
     const platform::error_scope errors;
     char* const base = plan.total > 0 ? static_cast<char*>(align_up(workspace, materialize_align)) : nullptr;
-    if (plan.k || plan.v) {
-      const turbo3_lut lut = make_turbo3_lut(p.kv_codebook);
-      if (plan.k) launch_materialize_view(p.k, lut, base, stream);
-      if (plan.v) launch_materialize_view(p.v, lut, base + plan.v_offset, stream);
-    }
+    if (plan.k || plan.v)
+      launch_materialize(p, plan, make_turbo3_lut(p.kv_codebook), base, base + plan.v_offset, stream);
     if (!errors.launches_ok()) return status::runtime_error;
     const attention_params dense = dense_params(p, plan, base);
     if (plan.mma)

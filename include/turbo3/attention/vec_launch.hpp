@@ -70,13 +70,15 @@ struct kernel_constant {
   static constexpr int smem_bytes = SmemBytes;
 };
 
-// The warp kernel of one shape, masked or not, as a kernel_constant passed to f.
-template <int D, int COL_BLOCKS, int WARPS, class KS, class VS, int DK = D, class F>
+// The warp kernel of one shape, masked or not, as a kernel_constant passed to f. WITH_MASKED false:
+// the shape has no masked kernel (vec_warp_wide), and a masked call gets none.
+template <int D, int COL_BLOCKS, int WARPS, class KS, class VS, int DK = D, bool WITH_MASKED = true, class F>
 void with_warp_kernel(bool masked, F& f) {
   using C = vec_warp_kernel_config<D, COL_BLOCKS, WARPS, KS, VS, DK, false>;
   using CM = vec_warp_kernel_config<D, COL_BLOCKS, WARPS, KS, VS, DK, true>;
   if (masked) {
-    f(kernel_constant<&vec_warp_kernel<D, true, COL_BLOCKS, WARPS, KS, VS, DK>, CM::threads, CM::smem_bytes>{});
+    if constexpr (WITH_MASKED)
+      f(kernel_constant<&vec_warp_kernel<D, true, COL_BLOCKS, WARPS, KS, VS, DK>, CM::threads, CM::smem_bytes>{});
   } else {
     f(kernel_constant<&vec_warp_kernel<D, false, COL_BLOCKS, WARPS, KS, VS, DK>, C::threads, C::smem_bytes>{});
   }
@@ -109,7 +111,8 @@ void with_vec_kernel(const vec_plan& plan, data_type k, data_type v, bool masked
       auto with_sides = [&](auto k_side, auto v_side) {
         using KS = decltype(k_side);
         using VS = decltype(v_side);
-        constexpr int max_col_blocks = vec_warp_max_col_blocks(D, KS::type, VS::type);
+        constexpr int max_col_blocks = vec_warp_max_col_blocks(D, KS::type, VS::type, false);
+        constexpr bool masked_wide = vec_warp_wide(D, KS::type, VS::type, true);
         if (plan.warp_col_blocks == 1) {
           if constexpr (D == 256 && vec_warp_deep_types(KS::type, VS::type)) {
             if (plan.warp_warps == vec_warp_deep_warps) return with_warp_kernel<D, 1, vec_warp_deep_warps, KS, VS>(masked, f);
@@ -118,8 +121,9 @@ void with_vec_kernel(const vec_plan& plan, data_type k, data_type v, bool masked
         } else if (plan.warp_col_blocks == 2) {
           if constexpr (max_col_blocks >= 2) with_warp_kernel<D, 2, 4, KS, VS>(masked, f);
         } else if constexpr (max_col_blocks >= 4) {
-          if (plan.warp_warps == vec_warp_wide_warps) with_warp_kernel<D, 4, vec_warp_wide_warps, KS, VS>(masked, f);
-          else with_warp_kernel<D, 4, 4, KS, VS>(masked, f);
+          if (plan.warp_warps == vec_warp_wide_warps)
+            with_warp_kernel<D, 4, vec_warp_wide_warps, KS, VS, D, masked_wide>(masked, f);
+          else with_warp_kernel<D, 4, 4, KS, VS, D, masked_wide>(masked, f);
         }
       };
       using T3 = turbo3_warp_side;
@@ -256,7 +260,7 @@ inline bool vec_warp_reads(const attention_params& p) {
 // The most rows a work-group of the warp kernel takes for this call (vec_warp_reads).
 inline int vec_warp_max_rows_of(const attention_params& p) {
   if (p.head_dim_k() != p.head_dim_v()) return 4 * vec_warp_v_in_k_col_blocks;  // the V-in-K form
-  return vec_warp_max_rows(static_cast<int>(p.head_dim_v()), p.k.type, p.v.type);
+  return vec_warp_max_rows(static_cast<int>(p.head_dim_v()), p.k.type, p.v.type, p.mask.data != nullptr);
 }
 // The rows a work-group of the warp kernel is laid out for: vec_warp_max_rows_of, but at D = 256
 // the wide form (16 rows) only over at least vec_warp_wide_min_row_sets KV heads x sequences. Over

@@ -121,23 +121,25 @@ TURBO3_HD constexpr bool vec_warp_types(data_type k, data_type v) {
 }
 
 // The wide (16-row) form at D = 128 and 256: one type on both sides (turbo3, turbo2, turbo4), and
-// q8_0 K with turbo3 V at D = 128 (at D = 256 its masked kernel spills 24 bytes at 255 registers).
+// q8_0 K with turbo3 V, at D = 256 without a mask only (masked, its 8-warp kernel spills 52 bytes
+// at 255 registers; unmasked it takes 255 with no spills).
 // nvcc 13.0, sm_90a, registers at D = 128 / 256 without / with a mask: turbo3 226-234 / 246-254,
-// turbo2 216-225 / 241-248, turbo4 234-239 / 249-255, q8_0-K 239-240.
+// turbo2 216-225 / 241-248, turbo4 234-239 / 249-255, q8_0-K 239-240 / 255 (unmasked).
 // Mixed turbo pairs take their rows in work-groups of 8 (two more kernels per pair and shape).
-TURBO3_HD constexpr bool vec_warp_wide(int d, data_type k, data_type v) {
+TURBO3_HD constexpr bool vec_warp_wide(int d, data_type k, data_type v, bool masked) {
   const bool one_turbo = k == v && (k == data_type::turbo3 || k == data_type::turbo2 || k == data_type::turbo4);
-  return (d == 128 || d == 256) && (one_turbo || (d == 128 && k == data_type::q8_0 && v == data_type::turbo3));
+  const bool q8_0_keys = k == data_type::q8_0 && v == data_type::turbo3;
+  return (d == 128 || d == 256) && (one_turbo || (q8_0_keys && (d == 128 || !masked)));
 }
 // Value column blocks of 4 query rows a work-group may take: 4 in the wide form, 2 elsewhere, and
 // at D = 512 one (246-255 registers without spills; two spill 360-490 bytes at 255), so a GQA group
 // there splits into work-groups of at most 4 rows (vec_rows_of).
-TURBO3_HD constexpr int vec_warp_max_col_blocks(int d, data_type k, data_type v) {
-  return d == 512 ? 1 : vec_warp_wide(d, k, v) ? 4 : 2;
+TURBO3_HD constexpr int vec_warp_max_col_blocks(int d, data_type k, data_type v, bool masked) {
+  return d == 512 ? 1 : vec_warp_wide(d, k, v, masked) ? 4 : 2;
 }
 // The most query rows a work-group of the warp kernel takes.
-TURBO3_HD constexpr int vec_warp_max_rows(int d, data_type k, data_type v) {
-  return 4 * vec_warp_max_col_blocks(d, k, v);
+TURBO3_HD constexpr int vec_warp_max_rows(int d, data_type k, data_type v, bool masked) {
+  return 4 * vec_warp_max_col_blocks(d, k, v, masked);
 }
 // The V-in-K form (K 640, V 512) takes 2 column blocks: its Q fragments sit in shared memory
 // (vec_warp_config::q_in_smem), so turbo3 and turbo2 fit 8 rows in 239-240 registers without
