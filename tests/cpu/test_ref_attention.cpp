@@ -18,6 +18,7 @@
 //   values 1e-14); with f16 output the final f16 rounding alone gives ~1e-7, so 1e-6 there.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -27,6 +28,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "turbo3/attention/params.hpp"
@@ -710,4 +712,34 @@ TEST_CASE("ref::attention: a sink only joins the denominator", "[ref_attention]"
     CHECK(std::fabs(got[h0] - free_softmax[h0]) <= std::ldexp(std::fabs(free_softmax[h0]), -24) + 1e-12);
     CHECK(got[h1] == 0.0);
   }
+}
+
+// attention_pairs over disjoint ranges, each on a thread of its own, writes the bytes one
+// attention call writes: per-head masks, ALiBi, sinks and the causal flag (all indexed by the
+// absolute head), GQA 4, two sequences, ranges that split KV heads and sequences.
+TEST_CASE("ref::attention_pairs: disjoint ranges on threads write the bytes of one call", "[ref_attention]") {
+  TURBO3_SEED_INFO();
+  std::mt19937 rng(case_rng(11)());
+  config c;
+  c.d_k = 128; c.d_v = 128; c.n_q = 5; c.n_kv = 70; c.n_head = 8; c.n_head_kv = 2; c.n_seq = 2;
+  c.k_type = data_type::turbo3; c.v_type = data_type::q8_0; c.out_type = data_type::f16;
+  c.mask_m2 = c.n_head; c.mask_m3 = 2; c.causal = true; c.sinks = true; c.max_bias = 8.0f;
+  c.out_layout = heads_inner_padded;
+  INFO(describe(c));
+  problem pb = make_problem(c, rng);
+  turbo3::ref::attention(pb.params);
+  const std::vector<unsigned char> whole = pb.out.bytes;
+  for (const std::vector<int64_t>& cuts : {std::vector<int64_t>{0, 3, 7, 16}, std::vector<int64_t>{0, 1, 15, 16},
+                                           std::vector<int64_t>{0, 16}}) {
+    std::fill(pb.out.bytes.begin(), pb.out.bytes.end(), pb.poison);
+    std::vector<std::thread> pool;
+    for (size_t k = 0; k + 1 < cuts.size(); ++k)
+      pool.emplace_back([&, k] { turbo3::ref::attention_pairs(pb.params, cuts[k], cuts[k + 1]); });
+    for (std::thread& t : pool) t.join();
+    CHECK(pb.out.bytes == whole);
+  }
+  // An empty range writes nothing.
+  std::fill(pb.out.bytes.begin(), pb.out.bytes.end(), pb.poison);
+  turbo3::ref::attention_pairs(pb.params, 9, 9);
+  CHECK(std::count(pb.out.bytes.begin(), pb.out.bytes.end(), pb.poison) == static_cast<long>(pb.out.bytes.size()));
 }

@@ -177,12 +177,17 @@ inline void softmax_weighted_sum(const std::vector<double>& score, const std::ve
 
 }  // namespace detail
 
-// Attention over host memory, in double, with the semantics at the top of this header.
-inline void attention(const attention_params& p) {
+// The output rows of the (sequence, query head) pairs u = s * n_head + h in [begin, end), with the
+// semantics at the top of this header: a caller can share one call among threads in disjoint
+// ranges (each holds its own dense K/V rows in double, 2 x n_kv x D x 8 bytes). A KV head's rows
+// are read once per run of its query heads; every row is computed the same way whatever the
+// range, so the bytes do not depend on how the pairs are split.
+inline void attention_pairs(const attention_params& p, int64_t begin, int64_t end) {
   detail::assert_preconditions(p);
+  assert(0 <= begin && begin <= end && end <= p.n_seq() * p.n_head());
 
   const int64_t d_k = p.head_dim_k(), d_v = p.head_dim_v();
-  const int64_t n_q = p.n_q(), n_head = p.n_head(), n_seq = p.n_seq();
+  const int64_t n_q = p.n_q(), n_head = p.n_head();
   const int64_t n_kv = p.n_kv(), n_head_kv = p.n_head_kv();
   const int64_t group = n_head / n_head_kv;
   const bool rotate_q = stores_rotated_values(p.k.type) && p.rotate_q;
@@ -191,55 +196,57 @@ inline void attention(const attention_params& p) {
   const double scale = p.scale;
   const double softcap = p.softcap;
 
-  std::vector<double> k_rows, v_rows;                // [n_kv][D] for the current (kv head, seq)
+  std::vector<double> k_rows, v_rows;  // [n_kv][D] for the (kv head, seq) of `loaded`
   std::vector<double> q_row(static_cast<size_t>(d_k)), out_row(static_cast<size_t>(d_v));
   std::vector<double> score(static_cast<size_t>(n_kv));
   std::vector<unsigned char> visible(static_cast<size_t>(n_kv));
   detail::row_reader q_reader(p.q.type, d_k, p.kv_codebook);
-
-  for (int64_t s = 0; s < n_seq; ++s) {
-    for (int64_t g = 0; g < n_head_kv; ++g) {
+  int64_t loaded = -1;  // s * n_head_kv + g of the rows in k_rows / v_rows
+  for (int64_t u = begin; u < end; ++u) {
+    const int64_t s = u / n_head, h = u % n_head, g = h / group;
+    if (s * n_head_kv + g != loaded) {
       detail::read_kv_rows(p.k, g, s, p.kv_codebook, k_rows);
       detail::read_kv_rows(p.v, g, s, p.kv_codebook, v_rows);
+      loaded = s * n_head_kv + g;
+    }
+    const double slope =
+        std::exp2(static_cast<double>(alibi_slope_log2(p.max_bias, static_cast<int>(h), static_cast<int>(n_head))));
+    const float* sink = p.sinks != nullptr ? p.sinks + h : nullptr;
 
-      for (int64_t h = g * group; h < (g + 1) * group; ++h) {
-        const double slope =
-            std::exp2(static_cast<double>(alibi_slope_log2(p.max_bias, static_cast<int>(h), static_cast<int>(n_head))));
-        const float* sink = p.sinks != nullptr ? p.sinks + h : nullptr;
+    for (int64_t i = 0; i < n_q; ++i) {
+      q_reader.read(detail::row_address(p.q.data, p.q.nb, i, h, s), q_row.data());
+      if (rotate_q) detail::rotate_forward_f64(q_row.data(), d_k);
 
-        for (int64_t i = 0; i < n_q; ++i) {
-          q_reader.read(detail::row_address(p.q.data, p.q.nb, i, h, s), q_row.data());
-          if (rotate_q) detail::rotate_forward_f64(q_row.data(), d_k);
-
-          const unsigned char* mask_row =
-              has_mask ? detail::row_address(p.mask.data, p.mask.nb, i, h % p.mask.ne[2], s % p.mask.ne[3]) : nullptr;
-          for (int64_t j = 0; j < n_kv; ++j) {
-            const size_t js = static_cast<size_t>(j);
-            visible[js] = 0;
-            if (p.causal && j > i + (n_kv - n_q)) continue;
-            double m = 0.0;
-            if (has_mask) {
-              m = detail::load_f16(mask_row + 2 * j);
-              if (std::isinf(m) && m < 0) continue;
-            }
-            const double* kj = k_rows.data() + j * d_k;
-            double dot = 0.0;
-            for (int64_t d = 0; d < d_k; ++d) dot += q_row[static_cast<size_t>(d)] * kj[d];
-            double x = scale * dot;
-            if (softcap > 0.0) x = softcap * std::tanh(x / softcap);
-            if (has_mask) x += slope * m;
-            score[js] = x;
-            visible[js] = 1;
-          }
-
-          detail::softmax_weighted_sum(score, visible, sink, v_rows, d_v, out_row.data());
-          if (unrotate_out) detail::rotate_inverse_f64(out_row.data(), d_v);
-          detail::store_row(p.out, i, h, s, out_row.data(), d_v);
+      const unsigned char* mask_row =
+          has_mask ? detail::row_address(p.mask.data, p.mask.nb, i, h % p.mask.ne[2], s % p.mask.ne[3]) : nullptr;
+      for (int64_t j = 0; j < n_kv; ++j) {
+        const size_t js = static_cast<size_t>(j);
+        visible[js] = 0;
+        if (p.causal && j > i + (n_kv - n_q)) continue;
+        double m = 0.0;
+        if (has_mask) {
+          m = detail::load_f16(mask_row + 2 * j);
+          if (std::isinf(m) && m < 0) continue;
         }
+        const double* kj = k_rows.data() + j * d_k;
+        double dot = 0.0;
+        for (int64_t d = 0; d < d_k; ++d) dot += q_row[static_cast<size_t>(d)] * kj[d];
+        double x = scale * dot;
+        if (softcap > 0.0) x = softcap * std::tanh(x / softcap);
+        if (has_mask) x += slope * m;
+        score[js] = x;
+        visible[js] = 1;
       }
+
+      detail::softmax_weighted_sum(score, visible, sink, v_rows, d_v, out_row.data());
+      if (unrotate_out) detail::rotate_inverse_f64(out_row.data(), d_v);
+      detail::store_row(p.out, i, h, s, out_row.data(), d_v);
     }
   }
 }
+
+// Attention over host memory, in double, with the semantics at the top of this header.
+inline void attention(const attention_params& p) { attention_pairs(p, 0, p.n_seq() * p.n_head()); }
 
 }  // namespace ref
 }  // namespace turbo3
