@@ -115,7 +115,6 @@ inline attention_case causal_tiles_case(turbo3::data_type kv, bool ggml_mask) {
   return c;
 }
 
-
 // ref::attention with its (sequence, query head) pairs shared among the host's threads: on one
 // thread the reference of the deep and wide cases is most of the GPU suite's run time. The
 // bytes are those of one ref::attention call (ref::attention_pairs).
